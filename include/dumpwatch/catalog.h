@@ -1,0 +1,79 @@
+/* The metric names rules refer to (DESIGN.md "Metric names"): what each one
+ * means, its unit, and what a session must subscribe to for it. Pure. */
+#ifndef DUMPWATCH_CATALOG_H
+#define DUMPWATCH_CATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dumpwatch/units.h"
+
+enum metric_id {
+	M_LOH_SIZE = 0,
+	M_POH_SIZE,
+	M_GEN0_SIZE,
+	M_GEN1_SIZE,
+	M_GEN2_SIZE,
+	M_HEAP_SIZE,
+	M_GC_PAUSE, /* ms, pause of the last completed GC */
+	M_GC_COUNT, /* GCs since the session started */
+	M_GC_RATE,  /* GCs per second (any generation) */
+	M_GEN0_GC_RATE,
+	M_GEN1_GC_RATE,
+	M_GEN2_GC_RATE,
+	M_ALLOC_RATE, /* bytes/s, all kinds, from allocation ticks */
+	M_SOH_ALLOC_RATE,
+	M_LOH_ALLOC_RATE,
+	M_POH_ALLOC_RATE,
+	M_APPDOMAIN_ALLOCATED, /* bytes allocated over the last interval */
+	M_APPDOMAIN_SURVIVED,  /* bytes that survived the last GC */
+	M_APPDOMAIN_FREED,     /* allocated - heap growth over the last interval */
+	M_COUNTER,             /* an EventCounter: provider + counter name */
+	M__COUNT
+};
+
+/* What a metric needs from the session. */
+#define NEED_GC 0x1u          /* runtime provider, GC keyword, level 4 */
+#define NEED_ALLOC_TICKS 0x2u /* runtime provider, GC keyword, level 5 */
+#define NEED_COUNTERS 0x4u    /* the EventCounters provider named in the ref */
+
+#define CATALOG_NAME_MAX 128
+
+struct metric_ref {
+	enum metric_id id;
+	char name[CATALOG_NAME_MAX];     /* canonical: "loh-size", "System.Runtime/cpu-usage" */
+	char provider[CATALOG_NAME_MAX]; /* M_COUNTER only */
+	char counter[CATALOG_NAME_MAX];  /* M_COUNTER only */
+	enum unit_kind unit;
+	/* M_COUNTER: factor from the counter's reported value to the base unit
+	 * (gc-heap-size is reported in MB: 1e6), 1 otherwise. */
+	double scale;
+	unsigned needs; /* NEED_* */
+	/* An event metric's value belongs to one moment (gc-pause: one GC); a rule
+	 * on it fires once per sample, not again while the value stays. */
+	int is_event;
+};
+
+/* Resolves a metric name as written in a rule: a GC-derived name, an
+ * EventCounter as "provider/name", or a bare System.Runtime counter name.
+ * GC-derived names win over the System.Runtime counters of the same name
+ * ("loh-size" is the GC-event metric, "System.Runtime/loh-size" the counter).
+ * The last '/' splits provider from counter; names are [A-Za-z0-9._-].
+ *
+ * A bare name must be a known one. A counter of another provider, or a
+ * System.Runtime counter not in catalog_runtime_counters (a newer runtime's),
+ * resolves with unit UNIT_NONE and scale 1: its threshold is a plain number in
+ * the counter's own display units. A System.Runtime counter name within a
+ * typo's distance of a known one is refused as a typo ("did you mean").
+ *
+ * Returns 0; -ENOENT with err saying so and suggesting the nearest known name;
+ * or -EINVAL for a malformed name (bad characters, too long, empty part). */
+int catalog_resolve(const char *name, struct metric_ref *out, char *err, size_t errlen);
+
+/* Canonical name of a built-in metric id ("loh-size"); "counter" for M_COUNTER. */
+const char *catalog_id_name(enum metric_id id);
+
+/* Known System.Runtime counter names, NULL-terminated, for help and suggestions. */
+extern const char *const catalog_runtime_counters[];
+
+#endif

@@ -1,0 +1,54 @@
+/* Finding .NET processes and their diagnostics sockets on Linux (PROTOCOL.md
+ * section 1): ${TMPDIR:-/tmp}/dotnet-diagnostic-{pid}-{key}-socket, looked up
+ * with the target's own TMPDIR and, for processes in another pid or mount
+ * namespace, its namespace pid (NSpid) under /proc/{pid}/root. */
+#ifndef DUMPWATCH_DISCOVERY_H
+#define DUMPWATCH_DISCOVERY_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define DISCOVERY_SOCK_MAX 512
+
+struct dn_target {
+	pid_t pid; /* host pid */
+	pid_t nspid; /* pid inside its own pid namespace (== pid when not in a container) */
+	uid_t uid; /* real uid of the process */
+	gid_t gid;
+	int other_mount_ns; /* the socket lives under /proc/{pid}/root */
+	/* A path this process can connect(2) to (it may go through
+	 * /proc/{pid}/root; sun_path limits are handled by ipc_connect). */
+	char socket_path[DISCOVERY_SOCK_MAX];
+	char comm[64]; /* /proc/{pid}/comm */
+	char exe_name[256]; /* base name of /proc/{pid}/exe, "" if unreadable */
+};
+
+/* Finds the diagnostics socket of pid. Returns 0; -ESRCH when the pid does not
+ * exist; -ENOENT when it has no diagnostics socket (not a .NET process, or
+ * diagnostics disabled); -EACCES when /proc of it cannot be read. err gets a
+ * sentence for the user in every error case. */
+int discovery_find(pid_t pid, struct dn_target *out, char *err, size_t errlen);
+
+/* Lists every process that has a diagnostics socket. *ret is malloc'd
+ * (free with free()), *ret_n its length. 0 or -errno. */
+int discovery_list(struct dn_target **ret, size_t *ret_n);
+
+/* The name a user knows the process by: the entry assembly without extension
+ * when known (a "dotnet app.dll" launch is "app"), else the executable's base
+ * name, else comm. Writes into out. */
+void discovery_process_name(const struct dn_target *t, const char *entry_assembly, char *out, size_t outlen);
+
+/* Reads /proc/{pid}/cmdline with NULs turned into spaces. 0 or -errno. */
+int discovery_cmdline(pid_t pid, char *out, size_t outlen);
+
+/* Prints the `dumpwatch ps` table (or JSON lines when json is set) of every
+ * .NET process to out. Returns the number of processes listed, or -errno. */
+int discovery_print_ps(FILE *out, int json);
+
+/* The directories that hold diagnostics sockets of processes visible from
+ * here, for inotify: /tmp, each distinct TMPDIR, /proc/{pid}/root/tmp of
+ * containers. Not needed by the spine; reserved for the daemon. */
+
+#endif

@@ -1,0 +1,88 @@
+/* Capturing a core dump of one process with the runtime's createdump.
+ *
+ * Two paths (PROTOCOL.md section 6, DESIGN.md "Dump safety"):
+ * - runtime (default): the dump command over the diagnostics socket; the
+ *   runtime forks createdump as the target's own user. The dump directory must
+ *   be writable by that user, which is checked before the request is sent.
+ * - exec: dumpwatch runs the createdump beside the target's libcoreclr.so
+ *   itself. Refused when running as root and that file or any directory above
+ *   it is owned by a non-root user or writable by group or others.
+ * Either way the dump is written under a temporary name (".NAME.partial") in
+ * the dump directory and renamed to its final name only when createdump
+ * succeeded; a failed or abandoned dump leaves no file behind.
+ *
+ * A dump runs asynchronously: dump_start returns a job whose descriptor becomes
+ * readable when createdump has finished. */
+#ifndef DUMPWATCH_DUMP_H
+#define DUMPWATCH_DUMP_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dumpwatch/rules.h"
+
+enum dump_via { DUMP_VIA_AUTO = 0, DUMP_VIA_RUNTIME, DUMP_VIA_EXEC };
+
+struct dump_request {
+	pid_t pid; /* host pid */
+	uid_t uid; /* the target's real uid and gid */
+	gid_t gid;
+	int other_mount_ns; /* the target sees another file system tree */
+	const char *socket_path; /* its diagnostics socket */
+	const char *dir; /* dump directory, absolute */
+	const char *process_name;
+	const char *rule_name;
+	enum dump_type type;
+	enum dump_via via;
+	int64_t unix_ns; /* fire time, for the file name */
+};
+
+struct dump_result {
+	char path[PATH_MAX];
+	uint64_t bytes;
+	double duration_ms;
+	const char *via; /* "runtime" or "exec" */
+};
+
+struct dump_job;
+
+/* Starts a dump. Returns 0 with a job, or -errno with a sentence in err that
+ * says what to do (e.g. how to make the directory writable for the target). */
+int dump_start(const struct dump_request *req, struct dump_job **ret, char *err, size_t errlen);
+
+/* The descriptor to poll for readability. It can change after dump_job_finish
+ * returns -EAGAIN (the job moved on to an older protocol version). */
+int dump_job_fd(const struct dump_job *job);
+
+/* Called when the job's descriptor is readable. Returns 0 when the dump was
+ * published (res filled), -EAGAIN when still running (poll dump_job_fd again),
+ * or another -errno with a sentence in err (nothing is left on disk). */
+int dump_job_finish(struct dump_job *job, struct dump_result *res, char *err, size_t errlen);
+
+/* Stops a dump in progress (kills a createdump child), removes its partial
+ * file and frees the job. NULL is a no-op. */
+void dump_job_abort(struct dump_job *job);
+
+/* Frees a finished job. NULL is a no-op. */
+void dump_job_free(struct dump_job *job);
+
+/* The final path the job publishes to. */
+const char *dump_job_path(const struct dump_job *job);
+
+/* Builds the file name "{name}-{pid}-{rule}-{YYYYmmddTHHMMSS.mmmZ}.core" with
+ * every part restricted to [A-Za-z0-9._-]. */
+void dump_file_name(const char *process_name, pid_t pid, const char *rule_name, int64_t unix_ns, char *out,
+		    size_t outlen);
+
+/* Whether a process with uid/gid (and supplementary groups of pid) may create
+ * files in dir. 0 when it may, -EACCES with a sentence saying how to fix it. */
+int dump_dir_writable_by(const char *dir, pid_t pid, uid_t uid, gid_t gid, char *err, size_t errlen);
+
+/* Finds the createdump beside pid's libcoreclr.so (through /proc/pid/root when
+ * needed) and checks it is safe to execute as the current user. 0 with the
+ * path, or -errno with a sentence. */
+int dump_find_createdump(pid_t pid, int other_mount_ns, char *out, size_t outlen, char *err, size_t errlen);
+
+#endif

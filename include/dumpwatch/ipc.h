@@ -1,0 +1,126 @@
+/* The .NET diagnostics IPC protocol (PROTOCOL.md section 2, dotnet/diagnostics
+ * ipc-protocol.md): building requests, parsing replies, and the small blocking
+ * exchanges (one command per connection, bounded by a timeout). The pure
+ * builders and parsers are separate from the socket calls so they can be
+ * tested and fuzzed without a runtime. */
+#ifndef DUMPWATCH_IPC_H
+#define DUMPWATCH_IPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dumpwatch/rules.h"
+
+#define IPC_HEADER_SIZE 20
+#define IPC_MAX_MESSAGE 65535 /* the size field is a u16 */
+
+enum ipc_command_set { IPC_SET_DUMP = 0x01, IPC_SET_EVENTPIPE = 0x02, IPC_SET_PROFILER = 0x03, IPC_SET_PROCESS = 0x04, IPC_SET_SERVER = 0xFF };
+
+#define IPC_HR_UNKNOWN_COMMAND 0x80131385u
+#define IPC_HR_UNKNOWN_MAGIC 0x80131386u
+#define IPC_HR_BAD_ENCODING 0x80131384u
+#define IPC_HR_NOT_SUPPORTED 0x80131515u
+#define IPC_HR_NOT_YET_AVAILABLE 0x8013135Bu
+#define IPC_HR_RUNTIME_UNINITIALIZED 0x80131371u
+#define IPC_HR_INVALID_ARG 0x80070057u
+#define IPC_HR_FAIL 0x80004005u
+
+/* A growable request buffer. */
+struct ipc_buf {
+	uint8_t *data;
+	size_t len, cap;
+};
+void ipc_buf_free(struct ipc_buf *b);
+
+struct ipc_provider {
+	uint64_t keywords;
+	uint32_t level;
+	const char *name;
+	const char *args; /* "k=v;k=v" or NULL */
+};
+
+/* Request builders. Each fills a complete message (header included) into out,
+ * replacing its contents. Return 0, -EINVAL (bad version, message over 64 KiB)
+ * or -ENOMEM. Versions are the command generations of PROTOCOL.md:
+ * collect 1..5 = CollectTracing .. CollectTracing5, rundown and stack walks off;
+ * process_info 1..3 = ProcessInfo .. ProcessInfo3; dump 1..3 = GenerateCoreDump .. 3. */
+int ipc_build_collect_tracing(int version, uint32_t buffer_mb, const struct ipc_provider *providers, size_t n,
+			      struct ipc_buf *out);
+int ipc_build_stop_tracing(uint64_t session_id, struct ipc_buf *out);
+int ipc_build_process_info(int version, struct ipc_buf *out);
+int ipc_build_dump(int version, const char *path, enum dump_type type, uint32_t flags, struct ipc_buf *out);
+
+/* A parsed reply. */
+struct ipc_reply {
+	uint8_t set, id; /* 0xFF, 0x00 = OK; 0xFF, 0xFF = error */
+	uint32_t hresult; /* error replies */
+	char message[256]; /* error text some commands append (dump v3), UTF-8 */
+	uint8_t payload[IPC_MAX_MESSAGE];
+	size_t payload_len;
+};
+
+/* Parses the 20-byte header: returns the total message size (>= 20), or
+ * -EBADMSG when the magic or size is wrong. */
+int ipc_parse_header(const uint8_t *hdr, size_t len, uint8_t *ret_set, uint8_t *ret_id);
+
+struct ipc_process_info {
+	int version; /* 1..3: which command answered */
+	uint64_t pid; /* as the runtime sees itself (its namespace) */
+	uint8_t cookie[16];
+	char command_line[4096];
+	char os[64];
+	char arch[64];
+	char entry_assembly[256]; /* "" before ProcessInfo2 */
+	char runtime_version[64]; /* "" before ProcessInfo2 */
+	char rid[64]; /* "" before ProcessInfo3 */
+};
+
+/* Parses a ProcessInfo reply payload of the given version. 0 or -EBADMSG. */
+int ipc_parse_process_info(int version, const uint8_t *payload, size_t len, struct ipc_process_info *out);
+
+/* Name of an HRESULT ("UnknownCommand"), or NULL. */
+const char *ipc_hresult_name(uint32_t hr);
+
+/* A sentence for an error reply: "the runtime refused the command: NotSupported
+ * (0x80131515)" plus the runtime's own message when it sent one. */
+void ipc_describe_error(const struct ipc_reply *r, char *buf, size_t len);
+
+/* --- socket calls (blocking, bounded by timeout_ms) --- */
+
+/* Connects to a diagnostics socket. Returns a connected fd (close-on-exec), or
+ * -errno (-ENOENT gone, -EACCES/-EPERM not allowed, -ECONNREFUSED stale). */
+int ipc_connect(const char *socket_path);
+
+/* Sends req on a new connection and reads one reply. On success returns 0 and,
+ * when ret_fd is not NULL, leaves the connection open in *ret_fd (for the trace
+ * stream that follows CollectTracing); otherwise closes it. A reply with an
+ * error HRESULT is still 0: look at reply->id. -errno on transport failure,
+ * -ETIMEDOUT, -EBADMSG for a malformed reply. */
+int ipc_transact(const char *socket_path, const struct ipc_buf *req, int timeout_ms, struct ipc_reply *reply,
+		 int *ret_fd);
+
+/* ProcessInfo, newest version first, falling back on UnknownCommand.
+ * 0, or a negative errno with a sentence in err. */
+int ipc_process_info(const char *socket_path, int timeout_ms, struct ipc_process_info *out, char *err, size_t errlen);
+
+/* Starts an EventPipe session (newest CollectTracing first, falling back on
+ * UnknownCommand). Returns 0 with the stream's fd (blocking mode; the caller
+ * may switch it) and the session id; or a negative errno with a sentence. */
+int ipc_collect_tracing(const char *socket_path, const struct ipc_provider *providers, size_t n, uint32_t buffer_mb,
+			int timeout_ms, int *ret_fd, uint64_t *ret_session, char *err, size_t errlen);
+
+/* Stops an EventPipe session on a new connection. 0 or negative errno + sentence. */
+int ipc_stop_tracing(const char *socket_path, uint64_t session_id, int timeout_ms, char *err, size_t errlen);
+
+/* Sends a dump request of the given version and returns the connected fd at
+ * once, without waiting for the reply (the runtime answers only when
+ * createdump has finished). Read the reply later with ipc_read_reply. */
+int ipc_dump_send(const char *socket_path, int version, const char *path, enum dump_type type, uint32_t flags,
+		  int *ret_fd, char *err, size_t errlen);
+
+/* Reads one complete reply from fd (blocking up to timeout_ms). 0, -ETIMEDOUT,
+ * -EBADMSG, -ECONNRESET/-EPIPE when the peer went away first. */
+int ipc_read_reply(int fd, int timeout_ms, struct ipc_reply *reply);
+
+#endif

@@ -1,0 +1,46 @@
+/* Per-process metric state built from decoded events: the heap by generation
+ * at every GC end (raised live between GCs by allocation ticks), GC pauses and
+ * rates, allocation rates by kind, and the latest value of every EventCounter.
+ * Pure: events and times go in, values come out; the caller owns the clock.
+ * All times are nanoseconds on one monotonic clock chosen by the caller. */
+#ifndef DUMPWATCH_METRICS_H
+#define DUMPWATCH_METRICS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dumpwatch/catalog.h"
+#include "dumpwatch/events.h"
+
+/* Allocation rates are averaged over this window. */
+#define METRICS_RATE_WINDOW_NS 1000000000LL
+/* GC rates (gc-rate, genN-gc-rate) count the GCs of this window. */
+#define METRICS_GC_RATE_WINDOW_NS 60000000000LL
+
+struct metrics;
+
+struct metrics *metrics_new(void);
+void metrics_free(struct metrics *m);
+
+/* Feeds one decoded event that happened at t_ns. */
+void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns);
+
+/* Reads a metric as of now_ns. Returns 1 with the value in the metric's base
+ * unit and the time it was measured, or 0 when there is no sample yet. */
+int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns, double *value,
+		 int64_t *sample_ns);
+
+/* The last completed GC, for -v output and the journal. */
+struct metrics_gc {
+	uint32_t index, generation, reason, type;
+	int64_t start_ns, end_ns;
+	double pause_ms; /* < 0 when unknown */
+	uint64_t size[5], promoted[5];
+};
+/* Returns 1 and fills out when a GC has completed since the session began. */
+int metrics_last_gc(const struct metrics *m, struct metrics_gc *out);
+
+/* Writes the current built-in metrics as one human line ("heap-size=... loh-size=..."). */
+void metrics_describe(const struct metrics *m, int64_t now_ns, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,70 @@
+/* Rules: conditions on metrics with sustain durations, plus what to do when
+ * they all hold (dump, within limits). This header holds the rule model and
+ * the one-line condition grammar shared by --when and rule files:
+ *
+ *     METRIC OP VALUE [for DURATION]      OP: > >= < <=   (also "above"/"below")
+ *
+ * e.g. "loh-size > 200MB", "loh-alloc-rate > 50MB/s for 2s",
+ * "System.Runtime/cpu-usage > 90% for 10s". Spaces around the operator are
+ * optional and a space may separate a number from its unit ("loh-size>200 MB");
+ * the words for/above/below are matched without regard to case. VALUE follows
+ * units.h for the metric's unit; a counter with no known unit takes a plain
+ * number in its own display units. Pure. */
+#ifndef DUMPWATCH_RULES_H
+#define DUMPWATCH_RULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dumpwatch/catalog.h"
+
+#define RULE_MAX_CONDS 8
+#define RULE_NAME_MAX 64
+#define RULE_TEXT_MAX 256
+
+enum cond_op { COND_GT = 0, COND_GE, COND_LT, COND_LE };
+
+struct rule_cond {
+	struct metric_ref metric;
+	enum cond_op op;
+	double threshold;         /* in the metric's base unit */
+	int64_t for_ns;           /* sustain; 0 = at once */
+	char text[RULE_TEXT_MAX]; /* the condition as written, trimmed */
+};
+
+enum dump_type { DUMP_NORMAL = 1, DUMP_WITHHEAP = 2, DUMP_TRIAGE = 3, DUMP_FULL = 4 };
+
+struct rule_limits {
+	uint32_t max_dumps;  /* per process, within window; 0 = unlimited */
+	int64_t window_ns;   /* 0 = the lifetime of the watch */
+	int64_t cooldown_ns; /* minimum time between two dumps of one process */
+};
+
+struct rule {
+	char name[RULE_NAME_MAX]; /* safe for file names: [A-Za-z0-9._-] */
+	uint32_t n_conds;
+	struct rule_cond conds[RULE_MAX_CONDS];
+	struct rule_limits limits;
+	enum dump_type dump_type;
+};
+
+/* Parses one condition. Returns 0, or -EINVAL / -ENOENT with a sentence in err
+ * that names the problem and, for an unknown metric, the nearest known name.
+ * Units are required where the metric has one ("loh-size > 200" is an error). */
+int rule_cond_parse(const char *text, struct rule_cond *out, char *err, size_t errlen);
+
+/* True when value satisfies the condition's comparison (not its duration). */
+int rule_cond_test(const struct rule_cond *c, double value);
+
+/* Parses "normal|withheap|triage|full". Returns 0 or -EINVAL. */
+int rule_dump_type_parse(const char *text, enum dump_type *out);
+const char *rule_dump_type_name(enum dump_type t);
+
+/* Builds a file-name-safe rule name from condition text: "loh-size>200MB" ->
+ * "loh-size-gt-200MB". Writes at most RULE_NAME_MAX bytes including NUL. */
+void rule_name_from_text(const char *text, char *out, size_t outlen);
+
+/* The union of NEED_* of all conditions. */
+unsigned rule_needs(const struct rule *r);
+
+#endif

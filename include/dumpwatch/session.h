@@ -1,0 +1,63 @@
+/* One attached process: an EventPipe session over its diagnostics socket,
+ * the nettrace parser and decoders fed from the stream, and the process's
+ * metric state. The session reads without blocking; the owner polls
+ * session_fd() and calls session_read() when it is readable. */
+#ifndef DUMPWATCH_SESSION_H
+#define DUMPWATCH_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dumpwatch/discovery.h"
+#include "dumpwatch/events.h"
+#include "dumpwatch/ipc.h"
+#include "dumpwatch/metrics.h"
+
+#define SESSION_MAX_COUNTER_PROVIDERS 16
+
+/* What to subscribe to. */
+struct session_subscription {
+	unsigned needs; /* NEED_* of catalog.h */
+	uint32_t counter_interval_sec; /* EventCounterIntervalSec, >= 1 */
+	size_t n_counter_providers;
+	const char *counter_providers[SESSION_MAX_COUNTER_PROVIDERS];
+};
+
+struct session;
+
+/* Called for every decoded event, after the metrics have taken it in. t_ns is
+ * the event's time on CLOCK_MONOTONIC. */
+typedef void (*session_event_fn)(void *ctx, struct session *s, const struct ev_record *r, int64_t t_ns);
+
+/* Creates a session for target (not yet connected). NULL on out of memory. */
+struct session *session_new(const struct dn_target *target, session_event_fn fn, void *ctx);
+/* Stops tracing if started (bounded wait) and frees. NULL is a no-op. */
+void session_free(struct session *s);
+
+/* Asks the runtime for its process info and starts tracing. Returns 0, or
+ * -errno with a sentence in err. */
+int session_start(struct session *s, const struct session_subscription *sub, char *err, size_t errlen);
+
+/* The stream descriptor (nonblocking), -1 before start. */
+int session_fd(const struct session *s);
+
+/* Reads what is available and feeds it through parser, decoders and metrics.
+ * Returns 0 (more to come), 1 when the stream ended cleanly (the runtime closed
+ * it: the process exited or the session was stopped), or -errno with a
+ * sentence in err (malformed stream, connection lost). */
+int session_read(struct session *s, char *err, size_t errlen);
+
+/* Sends StopTracing and drains the stream for at most timeout_ms. */
+void session_stop(struct session *s, int timeout_ms);
+
+const struct dn_target *session_target(const struct session *s);
+const struct ipc_process_info *session_info(const struct session *s);
+/* The name users know the process by (entry assembly, else executable). */
+const char *session_name(const struct session *s);
+struct metrics *session_metrics(struct session *s);
+uint64_t session_bytes(const struct session *s);
+uint64_t session_events(const struct session *s);
+/* CLOCK_MONOTONIC time of the read whose bytes are being parsed. */
+int64_t session_read_ns(const struct session *s);
+
+#endif

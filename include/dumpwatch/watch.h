@@ -1,0 +1,38 @@
+/* The watcher: attaches to a process, evaluates rules on its metrics as events
+ * arrive, runs dumps when they fire and journals everything. It owns the event
+ * loop, the sessions, the dump jobs and the journal; main.c only fills
+ * watch_options. */
+#ifndef DUMPWATCH_WATCH_H
+#define DUMPWATCH_WATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dumpwatch/dump.h"
+#include "dumpwatch/rules.h"
+
+/* Exit codes (also in the README and `dumpwatch --help`). */
+#define DW_EXIT_OK 0 /* finished: the dumps asked for were taken, or the target exited */
+#define DW_EXIT_USAGE 1 /* bad command line or rule */
+#define DW_EXIT_TARGET 2 /* no such process, not .NET, or its diagnostics socket is unreachable */
+#define DW_EXIT_DUMP 3 /* a dump failed */
+#define DW_EXIT_RUNTIME 4 /* the event stream broke, or an internal failure */
+#define DW_EXIT_SIGNAL 130 /* stopped by SIGINT/SIGTERM before finishing */
+
+struct watch_options {
+	pid_t pid;
+	const struct rule *rules;
+	size_t n_rules;
+	const char *dump_dir; /* absolute */
+	enum dump_via via;
+	const char *journal_path; /* NULL: no journal */
+	int verbose; /* print metrics as they arrive, on stdout */
+	uint32_t counter_interval_sec;
+};
+
+/* Runs until every rule has reached its max dumps, the target exits, or a
+ * signal stops it. Returns one of the DW_EXIT_* codes. */
+int watch_run(const struct watch_options *o);
+
+#endif

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The main job, end to end: builds dumpwatch and MemSpike (a .NET program that
+# balloons its large object heap to 600 MB for one second every few seconds),
+# starts MemSpike, and runs `dumpwatch PID 500` against it, the classic
+# "dump when the GC heap passes 500 MB" launch. dumpwatch prints the metrics as
+# they arrive, takes one heap dump at the spike, and exits; the demo then
+# shows the dump file and the journal.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$here/build}
+"$here/scripts/build.sh"
+out=$(mktemp -d /tmp/dumpwatch-demo.XXXXXX)
+chmod 0755 "$out"
+app="$build/apps/MemSpike/MemSpike"
+
+"$app" demo 600 3000 >"$out/memspike.log" 2>&1 &
+app_pid=$!
+trap 'kill "$app_pid" 2>/dev/null || true' EXIT
+for _ in $(seq 50); do grep -q ready "$out/memspike.log" && break; sleep 0.1; done
+
+echo
+echo "== MemSpike is pid $app_pid; dumpwatch $app_pid 500 (heap dump when its GC heap passes 500 MB)"
+echo
+cd "$out"
+sudo_cmd=""
+[ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null && sudo_cmd=sudo
+set +e
+timeout 120 $sudo_cmd "$build/dumpwatch" "$app_pid" 500 --journal "$out/journal.jsonl" -v
+rc=$?
+set -e
+echo
+echo "== dumpwatch exited with status $rc; dumps in $out:"
+ls -l "$out"/*.core 2>/dev/null || echo "(no dump)"
+for f in "$out"/*.core; do
+	[ -e "$f" ] && readelf -h "$f" | grep -E 'Type:' | sed "s|^|$(basename "$f"): |"
+done
+echo
+echo "== journal ($out/journal.jsonl):"
+cat "$out/journal.jsonl"
+exit "$rc"

@@ -1,0 +1,343 @@
+/* The metric names rules refer to: the GC-derived metrics dumpwatch computes
+ * from runtime events, the System.Runtime EventCounters with the units the
+ * runtime reports them in, and any other EventCounter as "provider/name".
+ * Resolving a name tells the session what to subscribe to and the rule parser
+ * which unit a threshold is written in. Pure: constant tables only. */
+#include "dumpwatch/catalog.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define RUNTIME_PROVIDER "System.Runtime"
+
+struct gc_metric {
+	const char *name;
+	enum unit_kind unit;
+	unsigned needs;
+	int is_event;
+};
+
+/* Indexed by enum metric_id. LOH, POH and heap sizes are exact at each GC end
+ * and raised live by allocation ticks between GCs, hence both needs. */
+static const struct gc_metric gc_metrics[M_COUNTER] = {
+    [M_LOH_SIZE] = {"loh-size", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+    [M_POH_SIZE] = {"poh-size", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+    [M_GEN0_SIZE] = {"gen0-size", UNIT_BYTES, NEED_GC, 0},
+    [M_GEN1_SIZE] = {"gen1-size", UNIT_BYTES, NEED_GC, 0},
+    [M_GEN2_SIZE] = {"gen2-size", UNIT_BYTES, NEED_GC, 0},
+    [M_HEAP_SIZE] = {"heap-size", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+    [M_GC_PAUSE] = {"gc-pause", UNIT_MS, NEED_GC, 1},
+    [M_GC_COUNT] = {"gc-count", UNIT_COUNT, NEED_GC, 0},
+    [M_GC_RATE] = {"gc-rate", UNIT_PER_SEC, NEED_GC, 0},
+    [M_GEN0_GC_RATE] = {"gen0-gc-rate", UNIT_PER_SEC, NEED_GC, 0},
+    [M_GEN1_GC_RATE] = {"gen1-gc-rate", UNIT_PER_SEC, NEED_GC, 0},
+    [M_GEN2_GC_RATE] = {"gen2-gc-rate", UNIT_PER_SEC, NEED_GC, 0},
+    [M_ALLOC_RATE] = {"alloc-rate", UNIT_BYTES_PER_SEC, NEED_ALLOC_TICKS, 0},
+    [M_SOH_ALLOC_RATE] = {"soh-alloc-rate", UNIT_BYTES_PER_SEC, NEED_ALLOC_TICKS, 0},
+    [M_LOH_ALLOC_RATE] = {"loh-alloc-rate", UNIT_BYTES_PER_SEC, NEED_ALLOC_TICKS, 0},
+    [M_POH_ALLOC_RATE] = {"poh-alloc-rate", UNIT_BYTES_PER_SEC, NEED_ALLOC_TICKS, 0},
+    [M_APPDOMAIN_ALLOCATED] = {"appdomain-allocated", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+    [M_APPDOMAIN_SURVIVED] = {"appdomain-survived", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+    [M_APPDOMAIN_FREED] = {"appdomain-freed", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+};
+
+struct runtime_counter {
+	const char *name;
+	enum unit_kind unit;
+	double scale; /* reported value -> base unit */
+};
+
+/* System.Runtime counters in the order .NET 10.0.12's RuntimeEventSource
+ * registers them (read from System.Private.CoreLib). Counters of the "Sum"
+ * type (gen-N-gc-count, alloc-rate, exception-count, ...) report the amount
+ * per counter interval, so their thresholds are per interval too. */
+static const struct runtime_counter runtime_counters[] = {
+    {"cpu-usage", UNIT_PERCENT, 1.0},
+    {"working-set", UNIT_BYTES, 1e6},  /* MB */
+    {"gc-heap-size", UNIT_BYTES, 1e6}, /* MB */
+    {"gen-0-gc-count", UNIT_COUNT, 1.0},
+    {"gen-1-gc-count", UNIT_COUNT, 1.0},
+    {"gen-2-gc-count", UNIT_COUNT, 1.0},
+    {"gen-0-gc-budget", UNIT_BYTES, 1e6}, /* MB */
+    {"threadpool-thread-count", UNIT_COUNT, 1.0},
+    {"monitor-lock-contention-count", UNIT_COUNT, 1.0},
+    {"threadpool-queue-length", UNIT_COUNT, 1.0},
+    {"threadpool-completed-items-count", UNIT_COUNT, 1.0},
+    {"alloc-rate", UNIT_BYTES, 1.0}, /* bytes per interval */
+    {"active-timer-count", UNIT_COUNT, 1.0},
+    {"gc-fragmentation", UNIT_PERCENT, 1.0},
+    {"gc-committed", UNIT_BYTES, 1e6}, /* MB */
+    {"exception-count", UNIT_COUNT, 1.0},
+    {"time-in-gc", UNIT_PERCENT, 1.0},
+    {"total-pause-time-by-gc", UNIT_MS, 1.0},
+    {"gen-0-size", UNIT_BYTES, 1.0},
+    {"gen-1-size", UNIT_BYTES, 1.0},
+    {"gen-2-size", UNIT_BYTES, 1.0},
+    {"loh-size", UNIT_BYTES, 1.0},
+    {"poh-size", UNIT_BYTES, 1.0},
+    {"assembly-count", UNIT_COUNT, 1.0},
+    {"il-bytes-jitted", UNIT_BYTES, 1.0},
+    {"methods-jitted-count", UNIT_COUNT, 1.0},
+    {"time-in-jit", UNIT_MS, 1.0},
+    {NULL, UNIT_NONE, 0},
+};
+
+const char *const catalog_runtime_counters[] = {
+    "cpu-usage",
+    "working-set",
+    "gc-heap-size",
+    "gen-0-gc-count",
+    "gen-1-gc-count",
+    "gen-2-gc-count",
+    "gen-0-gc-budget",
+    "threadpool-thread-count",
+    "monitor-lock-contention-count",
+    "threadpool-queue-length",
+    "threadpool-completed-items-count",
+    "alloc-rate",
+    "active-timer-count",
+    "gc-fragmentation",
+    "gc-committed",
+    "exception-count",
+    "time-in-gc",
+    "total-pause-time-by-gc",
+    "gen-0-size",
+    "gen-1-size",
+    "gen-2-size",
+    "loh-size",
+    "poh-size",
+    "assembly-count",
+    "il-bytes-jitted",
+    "methods-jitted-count",
+    "time-in-jit",
+    NULL,
+};
+
+const char *catalog_id_name(enum metric_id id)
+{
+	if ((unsigned)id < (unsigned)M_COUNTER)
+		return gc_metrics[id].name;
+	return "counter";
+}
+
+static char lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+static int eq_nocase(const char *a, const char *b)
+{
+	while (*a && *b && lower(*a) == lower(*b)) {
+		a++;
+		b++;
+	}
+	return *a == '\0' && *b == '\0';
+}
+
+static int name_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+	       c == '_';
+}
+
+/* Copies src for quoting in a message: at most 60 characters, bytes that are
+ * not printable ASCII shown as '?', "..." when cut. */
+static void quote_text(char *dst, size_t dstlen, const char *src)
+{
+	size_t n = strnlen(src, 60);
+
+	if (dstlen == 0)
+		return;
+	snprintf(dst, dstlen, "%.*s%s", (int)n, src, src[n] ? "..." : "");
+	for (char *p = dst; *p; p++)
+		if (*p < 0x20 || *p >= 0x7f)
+			*p = '?';
+}
+
+/* Case-insensitive optimal-string-alignment distance (Levenshtein plus
+ * adjacent transposition, so "szie" is one edit from "size"). Inputs are
+ * bounded by CATALOG_NAME_MAX; longer ones count as far away. */
+static int edit_distance(const char *a, const char *b)
+{
+	int rows[3][CATALOG_NAME_MAX + 1];
+	size_t la = strlen(a), lb = strlen(b), i, j;
+	int *prev2 = rows[0], *prev = rows[1], *cur = rows[2], *t;
+
+	if (la > CATALOG_NAME_MAX || lb > CATALOG_NAME_MAX)
+		return 1 << 20;
+	for (j = 0; j <= lb; j++)
+		prev[j] = (int)j;
+	for (i = 1; i <= la; i++) {
+		cur[0] = (int)i;
+		for (j = 1; j <= lb; j++) {
+			int cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+			int best = prev[j] + 1;
+			if (cur[j - 1] + 1 < best)
+				best = cur[j - 1] + 1;
+			if (prev[j - 1] + cost < best)
+				best = prev[j - 1] + cost;
+			if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) &&
+			    lower(a[i - 2]) == lower(b[j - 1]) && prev2[j - 2] + 1 < best)
+				best = prev2[j - 2] + 1;
+			cur[j] = best;
+		}
+		t = prev2;
+		prev2 = prev;
+		prev = cur;
+		cur = t;
+	}
+	return prev[lb];
+}
+
+/* How far a typo may be from a name and still be suggested. */
+static int max_distance(const char *typed)
+{
+	size_t n = strlen(typed);
+	return n <= 4 ? 1 : n <= 10 ? 2 : 3;
+}
+
+static void consider(const char *typed, const char *cand, int *best, const char **best_name)
+{
+	int d = edit_distance(typed, cand);
+	if (d <= max_distance(typed) && d < *best) {
+		*best = d;
+		*best_name = cand;
+	}
+}
+
+/* The nearest known System.Runtime counter to name, or NULL. */
+static const char *nearest_counter(const char *name)
+{
+	const char *best_name = NULL;
+	int best = 1 << 20;
+
+	for (size_t i = 0; runtime_counters[i].name; i++)
+		consider(name, runtime_counters[i].name, &best, &best_name);
+	return best_name;
+}
+
+/* The nearest built-in metric or System.Runtime counter to name, or NULL;
+ * GC-derived names first, so they win a tie. */
+static const char *nearest_any(const char *name)
+{
+	const char *best_name = NULL;
+	int best = 1 << 20;
+
+	for (size_t i = 0; i < (size_t)M_COUNTER; i++)
+		consider(name, gc_metrics[i].name, &best, &best_name);
+	for (size_t i = 0; runtime_counters[i].name; i++)
+		consider(name, runtime_counters[i].name, &best, &best_name);
+	return best_name;
+}
+
+static const struct runtime_counter *find_runtime_counter(const char *name)
+{
+	for (size_t i = 0; runtime_counters[i].name; i++)
+		if (strcmp(runtime_counters[i].name, name) == 0)
+			return &runtime_counters[i];
+	return NULL;
+}
+
+static void fill_counter(struct metric_ref *out, const char *provider, const char *counter)
+{
+	const struct runtime_counter *rc = NULL;
+
+	memset(out, 0, sizeof(*out));
+	if (strcmp(provider, RUNTIME_PROVIDER) == 0)
+		rc = find_runtime_counter(counter);
+	out->id = M_COUNTER;
+	snprintf(out->provider, sizeof(out->provider), "%s", provider);
+	snprintf(out->counter, sizeof(out->counter), "%s", counter);
+	snprintf(out->name, sizeof(out->name), "%s/%s", provider, counter);
+	out->unit = rc ? rc->unit : UNIT_NONE;
+	out->scale = rc ? rc->scale : 1.0;
+	out->needs = NEED_COUNTERS;
+	out->is_event = 0;
+}
+
+int catalog_resolve(const char *name, struct metric_ref *out, char *err, size_t errlen)
+{
+	char shown[80];
+	const char *slash, *hint;
+	size_t len;
+
+	if (!name || !*name) {
+		snprintf(err, errlen, "missing metric name: write one such as loh-size or System.Runtime/cpu-usage");
+		return -EINVAL;
+	}
+	len = strnlen(name, CATALOG_NAME_MAX);
+	quote_text(shown, sizeof(shown), name);
+	if (len >= CATALOG_NAME_MAX) {
+		snprintf(err, errlen, "metric name \"%s\" is too long (at most %d characters)", shown,
+		         CATALOG_NAME_MAX - 1);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (!name_char_ok(name[i]) && name[i] != '/') {
+			snprintf(err, errlen,
+			         "metric name \"%s\" may contain only letters, digits, '.', '-', '_' and one '/'",
+			         shown);
+			return -EINVAL;
+		}
+	}
+
+	for (size_t i = 0; i < (size_t)M_COUNTER; i++) {
+		if (strcmp(gc_metrics[i].name, name) == 0) {
+			memset(out, 0, sizeof(*out));
+			out->id = (enum metric_id)i;
+			snprintf(out->name, sizeof(out->name), "%s", name);
+			out->unit = gc_metrics[i].unit;
+			out->scale = 1.0;
+			out->needs = gc_metrics[i].needs;
+			out->is_event = gc_metrics[i].is_event;
+			return 0;
+		}
+	}
+
+	slash = strrchr(name, '/');
+	if (slash) {
+		char provider[CATALOG_NAME_MAX];
+		const char *counter = slash + 1;
+		size_t plen = (size_t)(slash - name);
+
+		/* Provider names may hold dots and dashes but no '/', so the
+		 * last '/' splits; a second '/' is a typo. */
+		if (plen == 0 || *counter == '\0' || memchr(name, '/', plen)) {
+			snprintf(err, errlen,
+			         "\"%s\": write an EventCounter as Provider.Name/counter-name, such as "
+			         "System.Runtime/cpu-usage",
+			         shown);
+			return -EINVAL;
+		}
+		memcpy(provider, name, plen);
+		provider[plen] = '\0';
+		/* EventPipe matches provider names without regard to case; keep
+		 * the runtime's spelling so that counters match its events. */
+		if (eq_nocase(provider, RUNTIME_PROVIDER)) {
+			snprintf(provider, sizeof(provider), "%s", RUNTIME_PROVIDER);
+			if (!find_runtime_counter(counter) && (hint = nearest_counter(counter)) != NULL) {
+				quote_text(shown, sizeof(shown), counter);
+				snprintf(err, errlen, "unknown System.Runtime counter \"%s\"; did you mean \"%s/%s\"?",
+				         shown, RUNTIME_PROVIDER, hint);
+				return -ENOENT;
+			}
+		}
+		fill_counter(out, provider, counter);
+		return 0;
+	}
+
+	if (find_runtime_counter(name)) {
+		fill_counter(out, RUNTIME_PROVIDER, name);
+		return 0;
+	}
+	hint = nearest_any(name);
+	if (hint)
+		snprintf(err, errlen, "unknown metric \"%s\"; did you mean \"%s\"?", shown, hint);
+	else
+		snprintf(err, errlen,
+		         "unknown metric \"%s\": use a GC metric such as loh-size, a System.Runtime counter such as "
+		         "cpu-usage, or any EventCounter as Provider.Name/counter-name",
+		         shown);
+	return -ENOENT;
+}

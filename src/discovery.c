@@ -1,0 +1,969 @@
+/* Finding .NET processes and their diagnostics sockets (PROTOCOL.md section 1),
+ * and the `dumpwatch ps` listing.
+ *
+ * A runtime listens on ${TMPDIR:-/tmp}/dotnet-diagnostic-{pid}-{key}-socket,
+ * where TMPDIR, pid and the path are as the process itself sees them. So for
+ * a host pid we read its environment (TMPDIR), the last NSpid field of its
+ * status (its pid inside its own pid namespace), and when its mount namespace
+ * differs from ours we look through /proc/{pid}/root. The key is the
+ * process's start time (field 22 of /proc/{pid}/stat); a socket whose key
+ * equals it is certainly the live one, otherwise the newest socket wins, as
+ * in the official client (a left-over socket of an earlier process with the
+ * same pid is older). */
+#include "dumpwatch/discovery.h"
+
+#include "discovery_internal.h"
+#include "dumpwatch/ipc.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SOCK_PREFIX "dotnet-diagnostic-"
+#define SOCK_SUFFIX "-socket"
+/* Upper bound of matching names kept per directory: a user who fills /tmp
+ * with fake names must not make us allocate without limit. */
+#define DIR_MAX_ENTRIES 65536
+/* /proc/{pid}/environ is bounded by ARG_MAX-like limits; read no more. */
+#define ENVIRON_MAX (4u << 20)
+#define CMDLINE_MAX (64u << 10)
+#define PS_TIMEOUT_MS 1000
+#define PS_COMMAND_MAX 120
+
+/* --- pure helpers --- */
+
+/* Parses "dotnet-diagnostic-{pid}-{key}-socket": 1 with both numbers, else 0. */
+static int parse_socket_name(const char *name, unsigned long long *ret_pid, unsigned long long *ret_key)
+{
+	const char *p = name;
+	unsigned long long v[2] = {0, 0};
+
+	if (strncmp(p, SOCK_PREFIX, strlen(SOCK_PREFIX)) != 0)
+		return 0;
+	p += strlen(SOCK_PREFIX);
+	for (int i = 0; i < 2; i++) {
+		const char *start = p;
+
+		while (isdigit((unsigned char)*p)) {
+			unsigned d = (unsigned)(*p - '0');
+
+			if (v[i] > (ULLONG_MAX - d) / 10)
+				return 0;
+			v[i] = v[i] * 10 + d;
+			p++;
+		}
+		if (p == start)
+			return 0;
+		if (i == 0) {
+			if (*p != '-')
+				return 0;
+			p++;
+		}
+	}
+	if (strcmp(p, SOCK_SUFFIX) != 0)
+		return 0;
+	*ret_pid = v[0];
+	*ret_key = v[1];
+	return 1;
+}
+
+int dn_socket_name_match(const char *name, pid_t nspid, unsigned long long *ret_key)
+{
+	unsigned long long pid, key;
+
+	if (!name || nspid <= 0 || !parse_socket_name(name, &pid, &key) || pid != (unsigned long long)nspid)
+		return 0;
+	if (ret_key)
+		*ret_key = key;
+	return 1;
+}
+
+int dn_parse_stat(const char *buf, size_t len, char *comm, size_t commlen, unsigned long long *ret_starttime)
+{
+	const char *open = memchr(buf, '(', len), *close = NULL, *p, *end = buf + len;
+	unsigned long long v = 0;
+	int field;
+
+	/* comm may hold anything, ')' and spaces included: fields resume after
+	 * the last ')' (proc(5)). */
+	for (p = buf; p < end; p++)
+		if (*p == ')')
+			close = p;
+	if (!open || !close || close < open)
+		return -EINVAL;
+	if (comm && commlen) {
+		size_t n = (size_t)(close - open - 1);
+
+		if (n >= commlen)
+			n = commlen - 1;
+		memcpy(comm, open + 1, n);
+		comm[n] = '\0';
+	}
+	/* After ") " comes field 3 (state); field 22 is starttime. */
+	p = close + 1;
+	for (field = 3; field <= 22; field++) {
+		while (p < end && *p == ' ')
+			p++;
+		if (p >= end)
+			return -EINVAL;
+		if (field == 22) {
+			const char *start = p;
+
+			while (p < end && isdigit((unsigned char)*p)) {
+				unsigned d = (unsigned)(*p - '0');
+
+				if (v > (ULLONG_MAX - d) / 10)
+					return -EINVAL;
+				v = v * 10 + d;
+				p++;
+			}
+			if (p == start)
+				return -EINVAL;
+			break;
+		}
+		while (p < end && *p != ' ')
+			p++;
+	}
+	if (ret_starttime)
+		*ret_starttime = v;
+	return 0;
+}
+
+/* The line of buf (length len) starting with key, or NULL; *ret_end gets its end. */
+static const char *find_line(const char *buf, size_t len, const char *key, const char **ret_end)
+{
+	const char *p = buf, *end = buf + len;
+	size_t klen = strlen(key);
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+
+		if ((size_t)(le - p) >= klen && memcmp(p, key, klen) == 0) {
+			*ret_end = le;
+			return p + klen;
+		}
+		p = le + 1;
+	}
+	return NULL;
+}
+
+/* Reads the unsigned numbers of a status line, keeping the first and last. */
+static int line_numbers(const char *p, const char *end, unsigned long long *ret_first, unsigned long long *ret_last)
+{
+	int n = 0;
+
+	while (p < end) {
+		unsigned long long v = 0;
+
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p >= end)
+			break;
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		while (p < end && isdigit((unsigned char)*p)) {
+			unsigned d = (unsigned)(*p - '0');
+
+			if (v > (ULLONG_MAX - d) / 10)
+				return -EINVAL;
+			v = v * 10 + d;
+			p++;
+		}
+		if (n++ == 0)
+			*ret_first = v;
+		*ret_last = v;
+	}
+	return n > 0 ? 0 : -EINVAL;
+}
+
+int dn_parse_status(const char *buf, size_t len, pid_t fallback_pid, uid_t *ret_uid, gid_t *ret_gid, pid_t *ret_nspid)
+{
+	const char *p, *end;
+	unsigned long long first, last;
+
+	if (!(p = find_line(buf, len, "Uid:", &end)) || line_numbers(p, end, &first, &last) < 0 || first > UINT32_MAX)
+		return -EINVAL;
+	*ret_uid = (uid_t)first;
+	if (!(p = find_line(buf, len, "Gid:", &end)) || line_numbers(p, end, &first, &last) < 0 || first > UINT32_MAX)
+		return -EINVAL;
+	*ret_gid = (gid_t)first;
+	*ret_nspid = fallback_pid;
+	if ((p = find_line(buf, len, "NSpid:", &end))) {
+		if (line_numbers(p, end, &first, &last) < 0 || last == 0 || last > INT32_MAX)
+			return -EINVAL;
+		*ret_nspid = (pid_t)last;
+	}
+	return 0;
+}
+
+int dn_environ_get(const char *env, size_t len, const char *name, char *out, size_t outlen)
+{
+	size_t nlen = strlen(name), i = 0;
+
+	while (i < len) {
+		const char *e = env + i;
+		const char *nul = memchr(e, '\0', len - i);
+		size_t elen = nul ? (size_t)(nul - e) : len - i;
+
+		if (elen > nlen && memcmp(e, name, nlen) == 0 && e[nlen] == '=') {
+			size_t vlen = elen - nlen - 1;
+
+			if (vlen >= outlen)
+				return -ENAMETOOLONG;
+			memcpy(out, e + nlen + 1, vlen);
+			out[vlen] = '\0';
+			return 0;
+		}
+		i += elen + 1;
+	}
+	return -ENOENT;
+}
+
+/* One socket of a directory listing. */
+struct sock_entry {
+	unsigned long long pid, key;
+	struct timespec mtime;
+	char name[128];
+};
+
+struct dir_listing {
+	char dir[DISCOVERY_SOCK_MAX];
+	int err; /* 0, or -errno from opening it */
+	struct sock_entry *e;
+	size_t n, cap;
+};
+
+static void listing_free(struct dir_listing *l)
+{
+	free(l->e);
+	l->e = NULL;
+	l->n = l->cap = 0;
+}
+
+/* Lists the diagnostics sockets (real sockets, not symlinks) in l->dir. */
+static int listing_scan(struct dir_listing *l)
+{
+	DIR *d = opendir(l->dir);
+	struct dirent *de;
+
+	l->n = 0;
+	if (!d)
+		return l->err = -errno;
+	while ((de = readdir(d)) != NULL) {
+		struct sock_entry s;
+		struct stat st;
+
+		if (!parse_socket_name(de->d_name, &s.pid, &s.key) || strlen(de->d_name) >= sizeof(s.name))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISSOCK(st.st_mode))
+			continue;
+		if (l->n == l->cap) {
+			size_t cap = l->cap ? l->cap * 2 : 16;
+			struct sock_entry *e;
+
+			if (l->n >= DIR_MAX_ENTRIES)
+				break;
+			e = realloc(l->e, cap * sizeof(*e));
+			if (!e) {
+				closedir(d);
+				return l->err = -ENOMEM;
+			}
+			l->e = e;
+			l->cap = cap;
+		}
+		s.mtime = st.st_mtim;
+		strcpy(s.name, de->d_name);
+		l->e[l->n++] = s;
+	}
+	closedir(d);
+	return l->err = 0;
+}
+
+static int ts_cmp(struct timespec a, struct timespec b)
+{
+	if (a.tv_sec != b.tv_sec)
+		return a.tv_sec < b.tv_sec ? -1 : 1;
+	if (a.tv_nsec != b.tv_nsec)
+		return a.tv_nsec < b.tv_nsec ? -1 : 1;
+	return 0;
+}
+
+/* The socket of nspid in a listing: key == starttime first, else newest
+ * mtime (on a tie the larger key, i.e. the later start). */
+static const struct sock_entry *listing_pick(const struct dir_listing *l, pid_t nspid, unsigned long long starttime)
+{
+	const struct sock_entry *best = NULL;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct sock_entry *s = &l->e[i];
+		int c;
+
+		if (s->pid != (unsigned long long)nspid)
+			continue;
+		if (starttime && s->key == starttime)
+			return s;
+		if (!best || (c = ts_cmp(s->mtime, best->mtime)) > 0 || (c == 0 && s->key > best->key))
+			best = s;
+	}
+	return best;
+}
+
+int dn_find_socket_in_dir(const char *dir, pid_t nspid, unsigned long long starttime, char *out, size_t outlen)
+{
+	struct dir_listing l = {0};
+	const struct sock_entry *s;
+	int r;
+
+	if (snprintf(l.dir, sizeof(l.dir), "%s", dir) >= (int)sizeof(l.dir))
+		return -ENAMETOOLONG;
+	if ((r = listing_scan(&l)) < 0)
+		return r;
+	s = listing_pick(&l, nspid, starttime);
+	r = -ENOENT;
+	if (s)
+		r = snprintf(out, outlen, "%s", s->name) >= (int)outlen ? -ENAMETOOLONG : 0;
+	listing_free(&l);
+	return r;
+}
+
+/* Ends with suffix, ASCII case-insensitively. */
+static int ends_with(const char *s, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len >= n && strncasecmp(s + len - n, suffix, n) == 0;
+}
+
+/* Copies the base name of path[0..len) without ".dll"/".exe" into out. */
+static void base_without_ext(const char *path, size_t len, char *out, size_t outlen)
+{
+	const char *b = path;
+
+	for (size_t i = 0; i < len; i++)
+		if (path[i] == '/' || path[i] == '\\')
+			b = path + i + 1;
+	len -= (size_t)(b - path);
+	if ((ends_with(b, len, ".dll") || ends_with(b, len, ".exe")) && len > 4)
+		len -= 4;
+	snprintf(out, outlen, "%.*s", (int)(len > INT32_MAX ? INT32_MAX : len), b);
+}
+
+void dn_process_name(const char *entry_assembly, const char *exe_name, const char *cmdline, size_t cmdline_len,
+                     const char *comm, char *out, size_t outlen)
+{
+	if (!out || !outlen)
+		return;
+	if (entry_assembly && entry_assembly[0]) {
+		base_without_ext(entry_assembly, strlen(entry_assembly), out, outlen);
+		return;
+	}
+	if (exe_name && (strcmp(exe_name, "dotnet") == 0 || strcmp(exe_name, "dotnet.exe") == 0)) {
+		/* "dotnet [host options] app.dll args": the first *.dll after argv[0]. */
+		size_t i = 0;
+		int arg = 0;
+
+		while (cmdline && i < cmdline_len) {
+			const char *a = cmdline + i;
+			const char *nul = memchr(a, '\0', cmdline_len - i);
+			size_t alen = nul ? (size_t)(nul - a) : cmdline_len - i;
+
+			if (arg++ > 0 && ends_with(a, alen, ".dll") && alen > 4) {
+				base_without_ext(a, alen, out, outlen);
+				return;
+			}
+			i += alen + 1;
+		}
+	}
+	if (exe_name && exe_name[0])
+		snprintf(out, outlen, "%s", exe_name);
+	else if (comm && comm[0])
+		snprintf(out, outlen, "%s", comm);
+	else
+		snprintf(out, outlen, "?");
+}
+
+/* Length of one strict UTF-8 sequence at s[0..len), or 0 when invalid. */
+static size_t utf8_len(const unsigned char *s, size_t len)
+{
+	uint32_t c = s[0], min;
+	size_t n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF) {
+		n = 2;
+		c &= 0x1F;
+		min = 0x80;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		n = 3;
+		c &= 0x0F;
+		min = 0x800;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		n = 4;
+		c &= 0x07;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (len < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3Fu);
+	}
+	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+		return 0;
+	return n;
+}
+
+void dn_json_string(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len;
+
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	len = strlen(s);
+	fputc('"', f);
+	for (size_t i = 0; i < len;) {
+		unsigned char c = p[i];
+		size_t n;
+
+		if (c == '"' || c == '\\') {
+			fputc('\\', f);
+			fputc(c, f);
+			i++;
+		} else if (c < 0x20 || c == 0x7F) {
+			switch (c) {
+			case '\n':
+				fputs("\\n", f);
+				break;
+			case '\r':
+				fputs("\\r", f);
+				break;
+			case '\t':
+				fputs("\\t", f);
+				break;
+			case '\b':
+				fputs("\\b", f);
+				break;
+			case '\f':
+				fputs("\\f", f);
+				break;
+			default:
+				fprintf(f, "\\u%04x", c);
+				break;
+			}
+			i++;
+		} else if ((n = utf8_len(p + i, len - i)) == 0) {
+			fputs("\\ufffd", f);
+			i++;
+		} else {
+			fwrite(p + i, 1, n, f);
+			i += n;
+		}
+	}
+	fputc('"', f);
+}
+
+void dn_truncate(char *s, size_t max_chars)
+{
+	size_t chars = 0, i, cut = 0, keep = max_chars > 3 ? max_chars - 3 : max_chars;
+
+	for (i = 0; s[i]; i++) {
+		if (((unsigned char)s[i] & 0xC0) == 0x80)
+			continue;
+		if (chars == keep)
+			cut = i;
+		chars++;
+	}
+	if (chars <= max_chars)
+		return;
+	if (max_chars > 3)
+		strcpy(s + cut, "...");
+	else
+		s[cut] = '\0';
+}
+
+void dn_sanitize(char *s)
+{
+	size_t len = strlen(s);
+
+	for (size_t i = 0; i < len;) {
+		unsigned char c = (unsigned char)s[i];
+		size_t n = utf8_len((const unsigned char *)s + i, len - i);
+
+		if (n == 0 || c < 0x20 || c == 0x7F || (c == 0xC2 && (unsigned char)s[i + 1] < 0xA0)) {
+			/* A lone byte becomes '?'; a C1 control (2 bytes) becomes "??". */
+			for (size_t k = 0; k < (n ? n : 1); k++)
+				s[i + k] = '?';
+			i += n ? n : 1;
+		} else {
+			i += n;
+		}
+	}
+}
+
+/* Copies src into dst (size n), cut on a UTF-8 character boundary. */
+static void copy_str(char *dst, size_t n, const char *src)
+{
+	size_t len = strlen(src);
+
+	if (n == 0)
+		return;
+	if (len >= n) {
+		len = n - 1;
+		while (len > 0 && ((unsigned char)src[len] & 0xC0) == 0x80)
+			len--;
+	}
+	memcpy(dst, src, len);
+	dst[len] = '\0';
+}
+
+/* --- reading /proc --- */
+
+/* Reads up to cap bytes of path into buf. Returns the count or -errno. */
+static ssize_t read_file(const char *path, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	size_t got = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (got < cap) {
+		ssize_t k = read(fd, buf + got, cap - got);
+
+		if (k < 0) {
+			int e = errno;
+
+			if (e == EINTR)
+				continue;
+			close(fd);
+			return -e;
+		}
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	close(fd);
+	return (ssize_t)got;
+}
+
+/* Reads a whole file into a malloc'd buffer, at most cap bytes. */
+static ssize_t read_file_alloc(const char *path, size_t cap, char **ret)
+{
+	size_t size = 4096;
+	char *buf = NULL;
+	ssize_t n;
+
+	*ret = NULL;
+	for (;;) {
+		char *b = realloc(buf, size);
+
+		if (!b) {
+			free(buf);
+			return -ENOMEM;
+		}
+		buf = b;
+		n = read_file(path, buf, size);
+		if (n < 0) {
+			free(buf);
+			return n;
+		}
+		if ((size_t)n < size || size >= cap)
+			break;
+		size *= 2;
+		if (size > cap)
+			size = cap;
+	}
+	*ret = buf;
+	return n;
+}
+
+static int proc_errno(ssize_t r)
+{
+	return r == -ENOENT || r == -ESRCH ? -ESRCH : (int)r;
+}
+
+int discovery_cmdline(pid_t pid, char *out, size_t outlen)
+{
+	char path[64];
+	ssize_t n;
+
+	if (!out || outlen == 0)
+		return -EINVAL;
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	n = read_file(path, out, outlen - 1);
+	if (n < 0)
+		return proc_errno(n);
+	out[n] = '\0';
+	for (ssize_t i = 0; i < n; i++)
+		if (out[i] == '\0' || out[i] == '\n')
+			out[i] = ' ';
+	while (n > 0 && out[n - 1] == ' ')
+		out[--n] = '\0';
+	return 0;
+}
+
+/* Everything about pid except its socket: ids, names, and the directory its
+ * runtime puts the socket in (as seen from here) plus that directory as the
+ * process sees it (for messages). */
+struct probe {
+	unsigned long long starttime;
+	char dir[DISCOVERY_SOCK_MAX];
+	char tmpdir[DISCOVERY_SOCK_MAX];
+};
+
+static int same_ns(pid_t pid, const char *kind)
+{
+	char a[64], b[64], self[64], other[64];
+	ssize_t na, nb;
+
+	snprintf(self, sizeof(self), "/proc/self/ns/%s", kind);
+	snprintf(other, sizeof(other), "/proc/%d/ns/%s", (int)pid, kind);
+	na = readlink(self, a, sizeof(a));
+	nb = readlink(other, b, sizeof(b));
+	/* Unreadable (another user's process, no privilege): assume ours. */
+	if (na < 0 || nb < 0)
+		return 1;
+	return na == nb && memcmp(a, b, (size_t)na) == 0;
+}
+
+static int probe_pid(pid_t pid, struct dn_target *t, struct probe *pr, char *err, size_t errlen)
+{
+	char path[64], buf[4096], *env = NULL;
+	ssize_t n;
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	memset(pr, 0, sizeof(*pr));
+	t->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = read_file(path, buf, sizeof(buf) - 1);
+	if (n < 0 || pid <= 0) {
+		r = pid <= 0 ? -ESRCH : proc_errno(n);
+		if (r == -ESRCH)
+			snprintf(err, errlen, "no process with pid %d", (int)pid);
+		else
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(-r));
+		return r;
+	}
+	if (dn_parse_stat(buf, (size_t)n, t->comm, sizeof(t->comm), &pr->starttime) < 0) {
+		snprintf(err, errlen, "cannot parse %s", path);
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	n = read_file(path, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		r = proc_errno(n);
+		snprintf(err, errlen, r == -ESRCH ? "no process with pid %d" : "cannot read /proc/%d/status", (int)pid);
+		return r;
+	}
+	if (dn_parse_status(buf, (size_t)n, pid, &t->uid, &t->gid, &t->nspid) < 0) {
+		snprintf(err, errlen, "cannot parse %s", path);
+		return -EINVAL;
+	}
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		char *b;
+
+		buf[n] = '\0';
+		if (n > 10 && strcmp(buf + n - 10, " (deleted)") == 0)
+			buf[n - 10] = '\0';
+		b = strrchr(buf, '/');
+		copy_str(t->exe_name, sizeof(t->exe_name), b ? b + 1 : buf);
+	}
+
+	/* TMPDIR as the runtime saw it at start-up. */
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	n = read_file_alloc(path, ENVIRON_MAX, &env);
+	if (n < 0) {
+		r = proc_errno(n);
+		if (r == -EACCES || r == -EPERM)
+			snprintf(err, errlen,
+			         "cannot read the environment of process %d (%s, uid %u): permission denied; run "
+			         "dumpwatch as root (with CAP_SYS_PTRACE) or as the process's user",
+			         (int)pid, t->comm, (unsigned)t->uid);
+		else if (r == -ESRCH)
+			snprintf(err, errlen, "no process with pid %d", (int)pid);
+		else
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(-r));
+		return r == -EPERM ? -EACCES : r;
+	}
+	r = dn_environ_get(env, (size_t)n, "TMPDIR", pr->tmpdir, sizeof(pr->tmpdir));
+	free(env);
+	if (r < 0 || !pr->tmpdir[0])
+		snprintf(pr->tmpdir, sizeof(pr->tmpdir), "/tmp");
+	for (size_t k = strlen(pr->tmpdir); k > 1 && pr->tmpdir[k - 1] == '/'; k--)
+		pr->tmpdir[k - 1] = '\0';
+
+	t->other_mount_ns = !same_ns(pid, "mnt");
+	if (pr->tmpdir[0] != '/')
+		r = snprintf(pr->dir, sizeof(pr->dir), "/proc/%d/cwd/%s", (int)pid, pr->tmpdir);
+	else if (t->other_mount_ns)
+		r = snprintf(pr->dir, sizeof(pr->dir), "/proc/%d/root%s", (int)pid, pr->tmpdir);
+	else
+		r = snprintf(pr->dir, sizeof(pr->dir), "%s", pr->tmpdir);
+	if (r < 0 || (size_t)r >= sizeof(pr->dir)) {
+		snprintf(err, errlen, "the TMPDIR of process %d is too long", (int)pid);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* Fills t->socket_path from a listing of pr->dir. */
+static int pick_socket(struct dn_target *t, const struct probe *pr, const struct dir_listing *l, char *err,
+                       size_t errlen)
+{
+	const struct sock_entry *s;
+	char name[256];
+
+	if (l->err == -EACCES || l->err == -EPERM) {
+		snprintf(err, errlen,
+		         "cannot read %s to find the diagnostics socket of process %d: permission denied; run "
+		         "dumpwatch as root or as the process's user (uid %u)",
+		         pr->dir, (int)t->pid, (unsigned)t->uid);
+		return -EACCES;
+	}
+	s = l->err ? NULL : listing_pick(l, t->nspid, pr->starttime);
+	if (!s) {
+		dn_process_name(NULL, t->exe_name, NULL, 0, t->comm, name, sizeof(name));
+		snprintf(err, errlen,
+		         "process %d (%s) has no .NET diagnostics socket in %s%s: it is not a .NET process, or it "
+		         "runs with DOTNET_EnableDiagnostics=0",
+		         (int)t->pid, name, pr->tmpdir, t->other_mount_ns ? " (in its mount namespace)" : "");
+		return -ENOENT;
+	}
+	if (snprintf(t->socket_path, sizeof(t->socket_path), "%s/%s", strcmp(pr->dir, "/") ? pr->dir : "", s->name) >=
+	    (int)sizeof(t->socket_path)) {
+		snprintf(err, errlen, "the socket path of process %d is too long", (int)t->pid);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int discovery_find(pid_t pid, struct dn_target *out, char *err, size_t errlen)
+{
+	struct dir_listing l = {0};
+	struct probe pr;
+	char dummy[1];
+	int r;
+
+	if (!err || !errlen) {
+		err = dummy;
+		errlen = sizeof(dummy);
+	}
+	if (!out)
+		return -EINVAL;
+	r = probe_pid(pid, out, &pr, err, errlen);
+	if (r < 0)
+		return r;
+	snprintf(l.dir, sizeof(l.dir), "%s", pr.dir);
+	listing_scan(&l);
+	r = pick_socket(out, &pr, &l, err, errlen);
+	listing_free(&l);
+	return r;
+}
+
+static int cmp_target(const void *a, const void *b)
+{
+	const struct dn_target *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int discovery_list(struct dn_target **ret, size_t *ret_n)
+{
+	struct dir_listing *dirs = NULL;
+	struct dn_target *v = NULL;
+	size_t n = 0, cap = 0, ndirs = 0;
+	DIR *proc;
+	struct dirent *de;
+	int r = 0;
+
+	if (!ret || !ret_n)
+		return -EINVAL;
+	*ret = NULL;
+	*ret_n = 0;
+	proc = opendir("/proc");
+	if (!proc)
+		return -errno;
+	while ((de = readdir(proc)) != NULL) {
+		struct dn_target t;
+		struct probe pr;
+		struct dir_listing *l = NULL;
+		char err[8];
+		char *end;
+		long pid;
+
+		errno = 0;
+		pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 0 || pid > INT32_MAX || errno)
+			continue;
+		if (probe_pid((pid_t)pid, &t, &pr, err, sizeof(err)) < 0)
+			continue;
+		/* Most processes share /tmp: list each directory once. */
+		for (size_t i = 0; i < ndirs; i++)
+			if (strcmp(dirs[i].dir, pr.dir) == 0)
+				l = &dirs[i];
+		if (!l) {
+			struct dir_listing *d = realloc(dirs, (ndirs + 1) * sizeof(*d));
+
+			if (!d) {
+				r = -ENOMEM;
+				break;
+			}
+			dirs = d;
+			l = &dirs[ndirs++];
+			memset(l, 0, sizeof(*l));
+			snprintf(l->dir, sizeof(l->dir), "%s", pr.dir);
+			listing_scan(l);
+		}
+		if (pick_socket(&t, &pr, l, err, sizeof(err)) < 0)
+			continue;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 16;
+			struct dn_target *nv = realloc(v, c * sizeof(*nv));
+
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			v = nv;
+			cap = c;
+		}
+		v[n++] = t;
+	}
+	closedir(proc);
+	for (size_t i = 0; i < ndirs; i++)
+		listing_free(&dirs[i]);
+	free(dirs);
+	if (r < 0) {
+		free(v);
+		return r;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_target);
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+void discovery_process_name(const struct dn_target *t, const char *entry_assembly, char *out, size_t outlen)
+{
+	char *cmdline = NULL;
+	ssize_t n = 0;
+
+	if (!out || !outlen)
+		return;
+	if (!t) {
+		dn_process_name(entry_assembly, NULL, NULL, 0, NULL, out, outlen);
+		return;
+	}
+	if ((!entry_assembly || !entry_assembly[0]) &&
+	    (strcmp(t->exe_name, "dotnet") == 0 || strcmp(t->exe_name, "dotnet.exe") == 0)) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)t->pid);
+		n = read_file_alloc(path, CMDLINE_MAX, &cmdline);
+		if (n < 0)
+			n = 0;
+	}
+	dn_process_name(entry_assembly, t->exe_name, cmdline, (size_t)n, t->comm, out, outlen);
+	free(cmdline);
+}
+
+/* The width left for COMMAND: the terminal's when out is one, else a fixed cap. */
+static size_t command_width(FILE *out, size_t used)
+{
+	struct winsize ws;
+	int fd = fileno(out);
+
+	if (fd >= 0 && isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col > used + 10 ? ws.ws_col - used : 10;
+	return PS_COMMAND_MAX;
+}
+
+int discovery_print_ps(FILE *out, int json)
+{
+	struct dn_target *v = NULL;
+	struct ipc_process_info *pi;
+	size_t n = 0;
+	int r;
+
+	if (!out)
+		return -EINVAL;
+	r = discovery_list(&v, &n);
+	if (r < 0)
+		return r;
+	pi = malloc(sizeof(*pi));
+	if (!pi) {
+		free(v);
+		return -ENOMEM;
+	}
+	if (!json)
+		fprintf(out, "%-7s %-20s %-10s %-20s %s\n", "PID", "NAME", "RUNTIME", "ENTRY", "COMMAND");
+	for (size_t i = 0; i < n; i++) {
+		const struct dn_target *t = &v[i];
+		char err[256], name[256], cmd[4096];
+		/* A runtime that does not answer in time is still listed. */
+		int ok = ipc_process_info(t->socket_path, PS_TIMEOUT_MS, pi, err, sizeof(err)) == 0;
+
+		discovery_process_name(t, ok ? pi->entry_assembly : NULL, name, sizeof(name));
+		if (ok && pi->command_line[0])
+			copy_str(cmd, sizeof(cmd), pi->command_line);
+		else if (discovery_cmdline(t->pid, cmd, sizeof(cmd)) < 0)
+			cmd[0] = '\0';
+		if (json) {
+			fprintf(out, "{\"pid\":%d,\"nspid\":%d,\"uid\":%u,\"name\":", (int)t->pid, (int)t->nspid,
+			        (unsigned)t->uid);
+			dn_json_string(out, name);
+			fputs(",\"entry_assembly\":", out);
+			dn_json_string(out, ok && pi->entry_assembly[0] ? pi->entry_assembly : NULL);
+			fputs(",\"runtime_version\":", out);
+			dn_json_string(out, ok && pi->runtime_version[0] ? pi->runtime_version : NULL);
+			fputs(",\"os\":", out);
+			dn_json_string(out, ok && pi->os[0] ? pi->os : NULL);
+			fputs(",\"arch\":", out);
+			dn_json_string(out, ok && pi->arch[0] ? pi->arch : NULL);
+			fputs(",\"command_line\":", out);
+			dn_json_string(out, cmd);
+			fputs(",\"socket\":", out);
+			dn_json_string(out, t->socket_path);
+			fputs("}\n", out);
+		} else {
+			char rt[64], entry[64];
+
+			copy_str(rt, sizeof(rt), ok && pi->runtime_version[0] ? pi->runtime_version : "-");
+			copy_str(entry, sizeof(entry), ok && pi->entry_assembly[0] ? pi->entry_assembly : "-");
+			dn_sanitize(name);
+			dn_sanitize(rt);
+			dn_sanitize(entry);
+			dn_sanitize(cmd);
+			dn_truncate(name, 20);
+			dn_truncate(rt, 10);
+			dn_truncate(entry, 20);
+			dn_truncate(cmd, command_width(out, 7 + 1 + 20 + 1 + 10 + 1 + 20 + 1));
+			/* Widths count bytes; names are mostly ASCII. */
+			fprintf(out, "%-7d %-20s %-10s %-20s %s\n", (int)t->pid, name, rt, entry, cmd);
+		}
+	}
+	free(pi);
+	free(v);
+	return (int)(n > INT32_MAX ? INT32_MAX : n);
+}

@@ -1,0 +1,49 @@
+/* The pure helpers of discovery.c, exposed for tests/unit/test_discovery.c
+ * only: parsing /proc text, matching socket names, naming processes, JSON
+ * string escaping, and the directory scan. Not a public contract. */
+#ifndef DUMPWATCH_DISCOVERY_INTERNAL_H
+#define DUMPWATCH_DISCOVERY_INTERNAL_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* True when name is "dotnet-diagnostic-{nspid}-{digits}-socket"; stores the
+ * digits (the runtime's key, its start time) in *ret_key when not NULL. */
+int dn_socket_name_match(const char *name, pid_t nspid, unsigned long long *ret_key);
+
+/* Parses /proc/{pid}/stat text: comm (between the first '(' and the last ')')
+ * into comm, and field 22 (starttime) counted after the last ')'. 0 or -EINVAL. */
+int dn_parse_stat(const char *buf, size_t len, char *comm, size_t commlen, unsigned long long *ret_starttime);
+
+/* Parses /proc/{pid}/status text: the real Uid and Gid, and the last field of
+ * NSpid (fallback_pid when the kernel has no NSpid line). 0 or -EINVAL. */
+int dn_parse_status(const char *buf, size_t len, pid_t fallback_pid, uid_t *ret_uid, gid_t *ret_gid, pid_t *ret_nspid);
+
+/* Finds name=value in a NUL-separated environment block and copies value into
+ * out. 0, -ENOENT when absent, -ENAMETOOLONG when it does not fit. */
+int dn_environ_get(const char *env, size_t len, const char *name, char *out, size_t outlen);
+
+/* Finds the diagnostics socket of nspid in dir: among the matching names
+ * that are sockets, the one whose key equals starttime (when starttime is
+ * not 0), else the newest mtime. Writes the file name into out.
+ * 0, -ENOENT, or -errno from opening dir. */
+int dn_find_socket_in_dir(const char *dir, pid_t nspid, unsigned long long starttime, char *out, size_t outlen);
+
+/* The name rule of discovery_process_name with every input given:
+ * cmdline is the raw NUL-separated /proc/{pid}/cmdline (may be NULL). */
+void dn_process_name(const char *entry_assembly, const char *exe_name, const char *cmdline, size_t cmdline_len,
+                     const char *comm, char *out, size_t outlen);
+
+/* Writes s as a JSON string with quotes; control characters are escaped and
+ * invalid UTF-8 bytes become U+FFFD. NULL is written as null. */
+void dn_json_string(FILE *f, const char *s);
+
+/* Makes s safe to print on a terminal: control characters (C0, DEL, C1) and
+ * invalid UTF-8 bytes become '?'. */
+void dn_sanitize(char *s);
+
+/* Cuts s to at most max_chars UTF-8 characters, ending in "..." when cut. */
+void dn_truncate(char *s, size_t max_chars);
+
+#endif

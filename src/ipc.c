@@ -1,0 +1,1049 @@
+/* The .NET diagnostics IPC client (PROTOCOL.md section 2; dotnet/diagnostics
+ * documentation/design-docs/ipc-protocol.md). The first half is pure: request
+ * builders, header and reply parsing, UTF-8 <-> UTF-16LE conversion. The
+ * second half holds the blocking socket calls: every read and write waits in
+ * poll() against one deadline, EINTR is retried, and SIGPIPE is avoided with
+ * MSG_NOSIGNAL. One command per connection, as the runtime closes it after
+ * answering (except for the trace stream that follows CollectTracing).
+ *
+ * Layouts were checked against the runtime's own parsers
+ * (dotnet/runtime src/native/eventpipe/ds-eventpipe-protocol.c,
+ * ds-dump-protocol.c, ds-process-protocol.c) and against .NET 10.0.12. */
+#include "dumpwatch/ipc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static const uint8_t ipc_magic[14] = "DOTNET_IPC_V1"; /* 13 chars + NUL */
+
+/* Bound of the retry loop in ipc_connect, which has no timeout parameter:
+ * connect(2) on a unix socket only waits when the listener's backlog is full. */
+#define IPC_CONNECT_TIMEOUT_MS 5000
+
+/* EventPipe command ids (set 0x02). */
+#define EP_STOP_TRACING 0x01
+#define EP_COLLECT_TRACING 0x02 /* CollectTracing N is 0x01 + N */
+#define EP_FORMAT_NETTRACE 1
+
+/* The runtime refuses more providers than this (ds-eventpipe-protocol.c). */
+#define EP_MAX_PROVIDERS 1000
+
+/* --- UTF-8 / UTF-16 --- */
+
+/* Decodes one strict UTF-8 sequence from s[0..len): returns its length and
+ * stores the code point, or returns 0 for an invalid, overlong, truncated or
+ * surrogate sequence. */
+static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *ret_cp)
+{
+	uint32_t c = s[0], min;
+	size_t n, i;
+
+	if (c < 0x80) {
+		*ret_cp = c;
+		return 1;
+	}
+	if (c >= 0xC2 && c <= 0xDF) {
+		n = 2;
+		c &= 0x1F;
+		min = 0x80;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		n = 3;
+		c &= 0x0F;
+		min = 0x800;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		n = 4;
+		c &= 0x07;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (len < n)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3Fu);
+	}
+	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+		return 0;
+	*ret_cp = c;
+	return n;
+}
+
+/* Appends the UTF-8 encoding of cp to out[*pos..outlen-1) when it fits whole,
+ * keeping room for the NUL. Returns 0, or -1 when it does not fit. */
+static int utf8_put(char *out, size_t outlen, size_t *pos, uint32_t cp)
+{
+	unsigned char b[4];
+	size_t n;
+
+	if (cp < 0x80) {
+		b[0] = (unsigned char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		b[0] = (unsigned char)(0xC0 | (cp >> 6));
+		b[1] = (unsigned char)(0x80 | (cp & 0x3F));
+		n = 2;
+	} else if (cp < 0x10000) {
+		b[0] = (unsigned char)(0xE0 | (cp >> 12));
+		b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+		b[2] = (unsigned char)(0x80 | (cp & 0x3F));
+		n = 3;
+	} else {
+		b[0] = (unsigned char)(0xF0 | (cp >> 18));
+		b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+		b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+		b[3] = (unsigned char)(0x80 | (cp & 0x3F));
+		n = 4;
+	}
+	if (*pos + n + 1 > outlen)
+		return -1;
+	memcpy(out + *pos, b, n);
+	*pos += n;
+	return 0;
+}
+
+/* Converts units UTF-16LE code units at p to NUL-terminated UTF-8 in out.
+ * Stops at an embedded NUL; an unpaired surrogate becomes U+FFFD; the result
+ * is truncated on a character boundary when out is too small. */
+static void utf16_to_utf8(const uint8_t *p, size_t units, char *out, size_t outlen)
+{
+	size_t pos = 0, i;
+
+	if (outlen == 0)
+		return;
+	for (i = 0; i < units; i++) {
+		uint32_t u = (uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8, cp = u;
+
+		if (u == 0)
+			break;
+		if (u >= 0xD800 && u <= 0xDBFF && i + 1 < units) {
+			uint32_t lo = (uint32_t)p[2 * i + 2] | (uint32_t)p[2 * i + 3] << 8;
+
+			if (lo >= 0xDC00 && lo <= 0xDFFF) {
+				cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+				i++;
+			} else {
+				cp = 0xFFFD;
+			}
+		} else if (u >= 0xD800 && u <= 0xDFFF) {
+			cp = 0xFFFD;
+		}
+		if (utf8_put(out, outlen, &pos, cp) < 0)
+			break;
+	}
+	out[pos] = '\0';
+}
+
+/* --- request building --- */
+
+void ipc_buf_free(struct ipc_buf *b)
+{
+	if (!b)
+		return;
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+/* Appends n bytes; a message can never exceed the u16 size field. */
+static int buf_put(struct ipc_buf *b, const void *p, size_t n)
+{
+	if (n > IPC_MAX_MESSAGE - b->len)
+		return -EINVAL;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		uint8_t *d;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		if (cap > IPC_MAX_MESSAGE)
+			cap = IPC_MAX_MESSAGE;
+		d = realloc(b->data, cap);
+		if (!d)
+			return -ENOMEM;
+		b->data = d;
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+static int put_u8(struct ipc_buf *b, uint8_t v)
+{
+	return buf_put(b, &v, 1);
+}
+
+static int put_u16(struct ipc_buf *b, uint16_t v)
+{
+	uint8_t x[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+
+	return buf_put(b, x, sizeof(x));
+}
+
+static int put_u32(struct ipc_buf *b, uint32_t v)
+{
+	uint8_t x[4];
+
+	for (int i = 0; i < 4; i++)
+		x[i] = (uint8_t)(v >> (8 * i));
+	return buf_put(b, x, sizeof(x));
+}
+
+static int put_u64(struct ipc_buf *b, uint64_t v)
+{
+	uint8_t x[8];
+
+	for (int i = 0; i < 8; i++)
+		x[i] = (uint8_t)(v >> (8 * i));
+	return buf_put(b, x, sizeof(x));
+}
+
+/* A protocol string: u32 length in UTF-16 units including the NUL, then
+ * UTF-16LE; NULL is length 0. -EINVAL for invalid UTF-8. */
+static int put_string(struct ipc_buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len, i, units = 1;
+	uint32_t cp;
+	int r;
+
+	if (!s)
+		return put_u32(b, 0);
+	len = strlen(s);
+	for (i = 0; i < len;) {
+		size_t n = utf8_decode(p + i, len - i, &cp);
+
+		if (n == 0)
+			return -EINVAL;
+		units += cp >= 0x10000 ? 2 : 1;
+		i += n;
+		if (units > IPC_MAX_MESSAGE) /* cannot fit; stop before counting more */
+			return -EINVAL;
+	}
+	if ((r = put_u32(b, (uint32_t)units)) < 0)
+		return r;
+	for (i = 0; i < len;) {
+		size_t n = utf8_decode(p + i, len - i, &cp);
+
+		if (cp >= 0x10000) {
+			cp -= 0x10000;
+			if ((r = put_u16(b, (uint16_t)(0xD800 + (cp >> 10)))) < 0 ||
+			    (r = put_u16(b, (uint16_t)(0xDC00 + (cp & 0x3FF)))) < 0)
+				return r;
+		} else if ((r = put_u16(b, (uint16_t)cp)) < 0) {
+			return r;
+		}
+		i += n;
+	}
+	return put_u16(b, 0);
+}
+
+/* Starts a message in out (replacing its contents); msg_end fills in the size. */
+static int msg_begin(struct ipc_buf *out, uint8_t set, uint8_t id)
+{
+	int r;
+
+	out->len = 0;
+	if ((r = buf_put(out, ipc_magic, sizeof(ipc_magic))) < 0 || (r = put_u16(out, 0)) < 0 ||
+	    (r = put_u8(out, set)) < 0 || (r = put_u8(out, id)) < 0 || (r = put_u16(out, 0)) < 0)
+		return r;
+	return 0;
+}
+
+static int msg_end(struct ipc_buf *out, int r)
+{
+	if (r < 0) {
+		out->len = 0;
+		return r;
+	}
+	out->data[14] = (uint8_t)out->len;
+	out->data[15] = (uint8_t)(out->len >> 8);
+	return 0;
+}
+
+/* The provider array of every CollectTracing version; CollectTracing5 adds an
+ * event filter per provider: "u8 enable = 0, u32 count = 0" disables nothing. */
+static int put_providers(struct ipc_buf *out, const struct ipc_provider *providers, size_t n, int with_filter)
+{
+	int r;
+
+	if ((r = put_u32(out, (uint32_t)n)) < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		const struct ipc_provider *p = &providers[i];
+
+		if ((r = put_u64(out, p->keywords)) < 0 || (r = put_u32(out, p->level)) < 0 ||
+		    (r = put_string(out, p->name)) < 0 || (r = put_string(out, p->args)) < 0)
+			return r;
+		if (with_filter && ((r = put_u8(out, 0)) < 0 || (r = put_u32(out, 0)) < 0))
+			return r;
+	}
+	return 0;
+}
+
+int ipc_build_collect_tracing(int version, uint32_t buffer_mb, const struct ipc_provider *providers, size_t n,
+                              struct ipc_buf *out)
+{
+	int r;
+
+	/* The runtime answers BadEncoding to all of these, so refuse them here
+	 * with a clearer error. */
+	if (version < 1 || version > 5 || buffer_mb == 0 || n == 0 || n > EP_MAX_PROVIDERS || !providers)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!providers[i].name || !providers[i].name[0] || providers[i].level > 5)
+			return -EINVAL;
+
+	r = msg_begin(out, IPC_SET_EVENTPIPE, (uint8_t)(EP_COLLECT_TRACING + version - 1));
+	if (r == 0 && version == 5)
+		r = put_u32(out, 0); /* session type 0: stream over this socket */
+	if (r == 0)
+		r = put_u32(out, buffer_mb);
+	if (r == 0)
+		r = put_u32(out, EP_FORMAT_NETTRACE);
+	switch (version) {
+	case 1: /* always rundown and stack walks: the runtime gives no choice */
+		break;
+	case 2:
+		if (r == 0)
+			r = put_u8(out, 0); /* requestRundown */
+		break;
+	case 3:
+		if (r == 0)
+			r = put_u8(out, 0); /* requestRundown */
+		if (r == 0)
+			r = put_u8(out, 0); /* requestStackwalk */
+		break;
+	default: /* 4, 5 */
+		if (r == 0)
+			r = put_u64(out, 0); /* rundown keyword 0 = no rundown */
+		if (r == 0)
+			r = put_u8(out, 0); /* requestStackwalk */
+		break;
+	}
+	if (r == 0)
+		r = put_providers(out, providers, n, version == 5);
+	return msg_end(out, r);
+}
+
+int ipc_build_stop_tracing(uint64_t session_id, struct ipc_buf *out)
+{
+	int r = msg_begin(out, IPC_SET_EVENTPIPE, EP_STOP_TRACING);
+
+	if (r == 0)
+		r = put_u64(out, session_id);
+	return msg_end(out, r);
+}
+
+int ipc_build_process_info(int version, struct ipc_buf *out)
+{
+	static const uint8_t ids[] = {0x00, 0x04, 0x08};
+
+	if (version < 1 || version > 3)
+		return -EINVAL;
+	return msg_end(out, msg_begin(out, IPC_SET_PROCESS, ids[version - 1]));
+}
+
+/* Every GenerateCoreDump version has the same payload: string path, u32 type,
+ * u32 flags. Version 1 calls the third field "diagnostics" (0 or 1, console
+ * logging), so only the logging flag is valid there; the runtime's parser
+ * (ds-dump-protocol.c) rejects a version 1 payload without it. */
+int ipc_build_dump(int version, const char *path, enum dump_type type, uint32_t flags, struct ipc_buf *out)
+{
+	int r;
+
+	if (version < 1 || version > 3 || !path || !path[0] || type < DUMP_NORMAL || type > DUMP_FULL)
+		return -EINVAL;
+	if (version == 1 && (flags & ~1u))
+		return -EINVAL;
+	r = msg_begin(out, IPC_SET_DUMP, (uint8_t)version);
+	if (r == 0)
+		r = put_string(out, path);
+	if (r == 0)
+		r = put_u32(out, (uint32_t)type);
+	if (r == 0)
+		r = put_u32(out, flags);
+	return msg_end(out, r);
+}
+
+/* --- reply parsing --- */
+
+int ipc_parse_header(const uint8_t *hdr, size_t len, uint8_t *ret_set, uint8_t *ret_id)
+{
+	unsigned size;
+
+	if (!hdr || len < IPC_HEADER_SIZE || memcmp(hdr, ipc_magic, sizeof(ipc_magic)) != 0)
+		return -EBADMSG;
+	size = (unsigned)hdr[14] | (unsigned)hdr[15] << 8;
+	if (size < IPC_HEADER_SIZE)
+		return -EBADMSG;
+	if (ret_set)
+		*ret_set = hdr[16];
+	if (ret_id)
+		*ret_id = hdr[17];
+	return (int)size;
+}
+
+/* A bounds-checked reader over a payload. */
+struct rd {
+	const uint8_t *p;
+	size_t len, pos;
+};
+
+static int rd_bytes(struct rd *r, void *out, size_t n)
+{
+	if (n > r->len - r->pos)
+		return -EBADMSG;
+	memcpy(out, r->p + r->pos, n);
+	r->pos += n;
+	return 0;
+}
+
+static int rd_u32(struct rd *r, uint32_t *v)
+{
+	uint8_t x[4];
+
+	if (rd_bytes(r, x, sizeof(x)) < 0)
+		return -EBADMSG;
+	*v = (uint32_t)x[0] | (uint32_t)x[1] << 8 | (uint32_t)x[2] << 16 | (uint32_t)x[3] << 24;
+	return 0;
+}
+
+static int rd_u64(struct rd *r, uint64_t *v)
+{
+	uint32_t lo, hi;
+
+	if (rd_u32(r, &lo) < 0 || rd_u32(r, &hi) < 0)
+		return -EBADMSG;
+	*v = (uint64_t)hi << 32 | lo;
+	return 0;
+}
+
+/* A protocol string into out as UTF-8 (truncated to fit). Length 0 is the
+ * NULL string, read as "". The length must fit the rest of the payload and
+ * the last unit must be the NUL (ipc-protocol.md, "Payloads"). */
+static int rd_string(struct rd *r, char *out, size_t outlen)
+{
+	uint32_t units;
+	const uint8_t *s;
+
+	if (rd_u32(r, &units) < 0)
+		return -EBADMSG;
+	if (outlen)
+		out[0] = '\0';
+	if (units == 0)
+		return 0;
+	if (units > (r->len - r->pos) / 2)
+		return -EBADMSG;
+	s = r->p + r->pos;
+	if (s[2 * (units - 1)] != 0 || s[2 * (units - 1) + 1] != 0)
+		return -EBADMSG;
+	utf16_to_utf8(s, units - 1, out, outlen);
+	r->pos += 2 * (size_t)units;
+	return 0;
+}
+
+int ipc_parse_process_info(int version, const uint8_t *payload, size_t len, struct ipc_process_info *out)
+{
+	struct rd r = {payload, len, 0};
+	uint32_t v3 = 0;
+
+	if (version < 1 || version > 3 || !out || (!payload && len))
+		return -EBADMSG;
+	memset(out, 0, sizeof(*out));
+	out->version = version;
+	/* ProcessInfo3 puts a payload version first; fields are only ever
+	 * appended, so trailing bytes beyond what we know are fine. */
+	if (version == 3 && rd_u32(&r, &v3) < 0)
+		return -EBADMSG;
+	if (rd_u64(&r, &out->pid) < 0 || rd_bytes(&r, out->cookie, sizeof(out->cookie)) < 0 ||
+	    rd_string(&r, out->command_line, sizeof(out->command_line)) < 0 ||
+	    rd_string(&r, out->os, sizeof(out->os)) < 0 || rd_string(&r, out->arch, sizeof(out->arch)) < 0)
+		goto bad;
+	if (version >= 2 && (rd_string(&r, out->entry_assembly, sizeof(out->entry_assembly)) < 0 ||
+	                     rd_string(&r, out->runtime_version, sizeof(out->runtime_version)) < 0))
+		goto bad;
+	if (version == 3 && v3 >= 1 && rd_string(&r, out->rid, sizeof(out->rid)) < 0)
+		goto bad;
+	return 0;
+bad:
+	memset(out, 0, sizeof(*out));
+	return -EBADMSG;
+}
+
+/* Completes a reply whose payload_len bytes of payload are already in place,
+ * from its header. An error reply must carry its HRESULT; dump v3 error
+ * replies append a message string, which is read when it parses and
+ * otherwise ignored. */
+static int reply_finish(const uint8_t *hdr, struct ipc_reply *reply)
+{
+	reply->set = hdr[16];
+	reply->id = hdr[17];
+	reply->hresult = 0;
+	reply->message[0] = '\0';
+	if (reply->set == IPC_SET_SERVER && reply->id == 0xFF) {
+		struct rd r = {reply->payload, reply->payload_len, 0};
+
+		if (rd_u32(&r, &reply->hresult) < 0)
+			return -EBADMSG;
+		if (r.pos < r.len && rd_string(&r, reply->message, sizeof(reply->message)) < 0)
+			reply->message[0] = '\0';
+		/* The text goes into one log line: no control characters. */
+		for (char *c = reply->message; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7F)
+				*c = ' ';
+		for (size_t k = strlen(reply->message); k > 0 && reply->message[k - 1] == ' '; k--)
+			reply->message[k - 1] = '\0';
+	}
+	return 0;
+}
+
+const char *ipc_hresult_name(uint32_t hr)
+{
+	switch (hr) {
+	case IPC_HR_UNKNOWN_COMMAND:
+		return "UnknownCommand";
+	case IPC_HR_UNKNOWN_MAGIC:
+		return "UnknownMagic";
+	case IPC_HR_BAD_ENCODING:
+		return "BadEncoding";
+	case IPC_HR_NOT_SUPPORTED:
+		return "NotSupported";
+	case IPC_HR_NOT_YET_AVAILABLE:
+		return "NotYetAvailable";
+	case IPC_HR_RUNTIME_UNINITIALIZED:
+		return "RuntimeUninitialized";
+	case IPC_HR_INVALID_ARG:
+		return "InvalidArg";
+	case IPC_HR_FAIL:
+		return "Fail";
+	case 0x8007007Au:
+		return "InsufficientBuffer";
+	case 0x800000CBu:
+		return "EnvVarNotFound";
+	default:
+		return NULL;
+	}
+}
+
+void ipc_describe_error(const struct ipc_reply *r, char *buf, size_t len)
+{
+	const char *name;
+
+	if (!buf || len == 0)
+		return;
+	if (!r) {
+		snprintf(buf, len, "no reply from the runtime");
+		return;
+	}
+	if (r->set == IPC_SET_SERVER && r->id == 0x00) {
+		snprintf(buf, len, "the runtime accepted the command");
+		return;
+	}
+	if (r->set != IPC_SET_SERVER || r->id != 0xFF) {
+		snprintf(buf, len, "the runtime sent an unexpected reply (command set 0x%02X, id 0x%02X)", r->set,
+		         r->id);
+		return;
+	}
+	name = ipc_hresult_name(r->hresult);
+	if (name)
+		snprintf(buf, len, "the runtime refused the command: %s (0x%08X)%s%s", name, r->hresult,
+		         r->message[0] ? ": " : "", r->message);
+	else
+		snprintf(buf, len, "the runtime refused the command: error 0x%08X%s%s", r->hresult,
+		         r->message[0] ? ": " : "", r->message);
+}
+
+/* --- socket calls --- */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A deadline from a timeout; a negative timeout means none (-1). */
+static int64_t deadline_after(int timeout_ms)
+{
+	return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+}
+
+/* Waits until fd is ready for events or the deadline passes. Readiness
+ * includes hang-up and error: the following recv/send reports those. */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = events};
+		int t = -1, r;
+
+		if (deadline >= 0) {
+			int64_t left = deadline - now_ms();
+
+			if (left <= 0)
+				return -ETIMEDOUT;
+			t = left > INT_MAX ? INT_MAX : (int)left;
+		}
+		r = poll(&p, 1, t);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			continue; /* the next round sees the deadline */
+		if (p.revents & POLLNVAL)
+			return -EBADF;
+		return 0;
+	}
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n, int64_t deadline)
+{
+	while (n > 0) {
+		ssize_t w;
+		int r = wait_fd(fd, POLLOUT, deadline);
+
+		if (r < 0)
+			return r;
+		w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0) {
+			if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Reads exactly n bytes. On end of stream returns -ECONNRESET and leaves
+ * the count read so far in *ret_got. */
+static int read_exact(int fd, uint8_t *p, size_t n, int64_t deadline, size_t *ret_got)
+{
+	size_t got = 0;
+	int r = 0;
+
+	while (got < n) {
+		ssize_t k;
+
+		if ((r = wait_fd(fd, POLLIN, deadline)) < 0)
+			break;
+		k = recv(fd, p + got, n - got, MSG_DONTWAIT);
+		if (k < 0) {
+			if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+				continue;
+			r = -errno;
+			break;
+		}
+		if (k == 0) {
+			r = -ECONNRESET;
+			break;
+		}
+		got += (size_t)k;
+	}
+	if (ret_got)
+		*ret_got = got;
+	return r;
+}
+
+static int read_reply_until(int fd, int64_t deadline, struct ipc_reply *reply)
+{
+	uint8_t hdr[IPC_HEADER_SIZE];
+	size_t got = 0;
+	int size, r;
+
+	reply->payload_len = 0;
+	r = read_exact(fd, hdr, sizeof(hdr), deadline, &got);
+	if (r == -ECONNRESET && got > 0)
+		return -EBADMSG; /* cut off inside the header */
+	if (r < 0)
+		return r;
+	size = ipc_parse_header(hdr, sizeof(hdr), NULL, NULL);
+	if (size < 0)
+		return size;
+	/* Read only the payload (at most 65515 bytes, which the reply always
+	 * holds): a trace stream may follow on the same socket. */
+	r = read_exact(fd, reply->payload, (size_t)size - IPC_HEADER_SIZE, deadline, &got);
+	if (r == -ECONNRESET)
+		return -EBADMSG;
+	if (r < 0)
+		return r;
+	reply->payload_len = (size_t)size - IPC_HEADER_SIZE;
+	return reply_finish(hdr, reply);
+}
+
+int ipc_read_reply(int fd, int timeout_ms, struct ipc_reply *reply)
+{
+	if (fd < 0 || !reply)
+		return -EINVAL;
+	return read_reply_until(fd, deadline_after(timeout_ms), reply);
+}
+
+/* Connects to path before the deadline. A path longer than sun_path is
+ * reached through its directory: open it O_PATH and connect to
+ * /proc/self/fd/N/name. The socket is non-blocking while connecting, so a
+ * full backlog (EAGAIN) is retried instead of blocking, then made blocking. */
+static int connect_until(const char *path, int64_t deadline)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	size_t plen;
+	int dirfd = -1, fd = -1, r = 0, flags;
+
+	if (!path || !(plen = strlen(path)))
+		return -EINVAL;
+	if (plen < sizeof(sa.sun_path)) {
+		memcpy(sa.sun_path, path, plen + 1);
+	} else {
+		const char *slash = strrchr(path, '/');
+		char dir[PATH_MAX];
+		size_t dlen;
+		int n;
+
+		if (!slash || slash == path || (dlen = (size_t)(slash - path)) >= sizeof(dir))
+			return -ENAMETOOLONG;
+		memcpy(dir, path, dlen);
+		dir[dlen] = '\0';
+		dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dirfd < 0)
+			return -errno;
+		n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dirfd, slash + 1);
+		if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
+			close(dirfd);
+			return -ENAMETOOLONG;
+		}
+	}
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	for (;;) {
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EISCONN)
+			break;
+		if (errno == EAGAIN) {
+			struct timespec ts = {0, 10 * 1000 * 1000};
+
+			if (deadline >= 0 && now_ms() >= deadline) {
+				r = -ETIMEDOUT;
+				goto out;
+			}
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (errno == EINTR || errno == EINPROGRESS || errno == EALREADY) {
+			int soerr = 0;
+			socklen_t sl = sizeof(soerr);
+
+			if ((r = wait_fd(fd, POLLOUT, deadline)) < 0)
+				goto out;
+			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0) {
+				r = -errno;
+				goto out;
+			}
+			if (soerr) {
+				r = -soerr;
+				goto out;
+			}
+			break;
+		}
+		r = -errno;
+		goto out;
+	}
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+		r = -errno;
+out:
+	if (dirfd >= 0)
+		close(dirfd);
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	return fd;
+}
+
+int ipc_connect(const char *socket_path)
+{
+	return connect_until(socket_path, deadline_after(IPC_CONNECT_TIMEOUT_MS));
+}
+
+static int transact_until(const char *socket_path, const struct ipc_buf *req, int64_t deadline, struct ipc_reply *reply,
+                          int *ret_fd)
+{
+	int fd, r;
+
+	if (ret_fd)
+		*ret_fd = -1;
+	if (!req || !req->data || req->len < IPC_HEADER_SIZE || !reply)
+		return -EINVAL;
+	fd = connect_until(socket_path, deadline);
+	if (fd < 0)
+		return fd;
+	r = write_all(fd, req->data, req->len, deadline);
+	if (r == 0)
+		r = read_reply_until(fd, deadline, reply);
+	if (r < 0 || !ret_fd)
+		close(fd);
+	else
+		*ret_fd = fd;
+	return r;
+}
+
+int ipc_transact(const char *socket_path, const struct ipc_buf *req, int timeout_ms, struct ipc_reply *reply,
+                 int *ret_fd)
+{
+	return transact_until(socket_path, req, deadline_after(timeout_ms), reply, ret_fd);
+}
+
+/* A sentence for a transport failure talking to socket_path. */
+static void describe_transport(char *err, size_t errlen, const char *what, const char *path, int r, int timeout_ms)
+{
+	if (!err || !errlen)
+		return;
+	switch (r) {
+	case -ETIMEDOUT:
+		snprintf(err, errlen, "%s: the runtime did not answer within %d ms on %s (is the process stopped?)",
+		         what, timeout_ms, path);
+		break;
+	case -ENOENT:
+		snprintf(err, errlen, "%s: the diagnostics socket %s is gone (the process has exited?)", what, path);
+		break;
+	case -ECONNREFUSED:
+		snprintf(err, errlen, "%s: nobody listens on %s any more (the process has exited?)", what, path);
+		break;
+	case -EACCES:
+	case -EPERM:
+		snprintf(err, errlen,
+		         "%s: not allowed to connect to %s: run as root or as the user that owns the process", what,
+		         path);
+		break;
+	case -ECONNRESET:
+	case -EPIPE:
+		snprintf(err, errlen, "%s: the runtime closed the connection on %s without answering", what, path);
+		break;
+	case -EBADMSG:
+		snprintf(err, errlen, "%s: the runtime sent a malformed reply on %s", what, path);
+		break;
+	default:
+		snprintf(err, errlen, "%s: %s: %s", what, path, strerror(-r));
+		break;
+	}
+}
+
+/* The errno for an error HRESULT. */
+static int hresult_errno(uint32_t hr)
+{
+	switch (hr) {
+	case IPC_HR_UNKNOWN_COMMAND:
+	case IPC_HR_NOT_SUPPORTED:
+		return -EOPNOTSUPP;
+	case IPC_HR_BAD_ENCODING:
+	case IPC_HR_INVALID_ARG:
+		return -EINVAL;
+	case IPC_HR_NOT_YET_AVAILABLE:
+	case IPC_HR_RUNTIME_UNINITIALIZED:
+		return -EAGAIN;
+	default:
+		return -EPROTO;
+	}
+}
+
+static int is_ok(const struct ipc_reply *r)
+{
+	return r->set == IPC_SET_SERVER && r->id == 0x00;
+}
+
+static int is_unknown_command(const struct ipc_reply *r)
+{
+	return r->set == IPC_SET_SERVER && r->id == 0xFF && r->hresult == IPC_HR_UNKNOWN_COMMAND;
+}
+
+/* The sentence and errno for a reply that is not OK. */
+static int refused(const struct ipc_reply *reply, const char *what, char *err, size_t errlen)
+{
+	char why[384];
+
+	ipc_describe_error(reply, why, sizeof(why));
+	if (err && errlen)
+		snprintf(err, errlen, "%s: %s", what, why);
+	if (reply->set == IPC_SET_SERVER && reply->id == 0xFF)
+		return hresult_errno(reply->hresult);
+	return -EBADMSG;
+}
+
+int ipc_process_info(const char *socket_path, int timeout_ms, struct ipc_process_info *out, char *err, size_t errlen)
+{
+	static const char *const names[] = {"", "ProcessInfo", "ProcessInfo2", "ProcessInfo3"};
+	struct ipc_buf req = {0};
+	struct ipc_reply *reply = malloc(sizeof(*reply));
+	int r = -EOPNOTSUPP;
+
+	if (!reply)
+		return -ENOMEM;
+	for (int v = 3; v >= 1; v--) {
+		if ((r = ipc_build_process_info(v, &req)) < 0)
+			break;
+		r = ipc_transact(socket_path, &req, timeout_ms, reply, NULL);
+		if (r < 0) {
+			describe_transport(err, errlen, names[v], socket_path, r, timeout_ms);
+			break;
+		}
+		if (is_unknown_command(reply) && v > 1)
+			continue;
+		if (!is_ok(reply)) {
+			r = refused(reply, names[v], err, errlen);
+			break;
+		}
+		r = ipc_parse_process_info(v, reply->payload, reply->payload_len, out);
+		if (r < 0 && err && errlen)
+			snprintf(err, errlen, "%s: the runtime's reply on %s is malformed", names[v], socket_path);
+		break;
+	}
+	ipc_buf_free(&req);
+	free(reply);
+	return r;
+}
+
+int ipc_collect_tracing(const char *socket_path, const struct ipc_provider *providers, size_t n, uint32_t buffer_mb,
+                        int timeout_ms, int *ret_fd, uint64_t *ret_session, char *err, size_t errlen)
+{
+	static const char *const names[] = {
+	    "", "CollectTracing", "CollectTracing2", "CollectTracing3", "CollectTracing4", "CollectTracing5"};
+	struct ipc_buf req = {0};
+	struct ipc_reply *reply;
+	int r = -EOPNOTSUPP, fd = -1;
+
+	if (ret_fd)
+		*ret_fd = -1;
+	if (!ret_fd || !ret_session)
+		return -EINVAL;
+	reply = malloc(sizeof(*reply));
+	if (!reply)
+		return -ENOMEM;
+	/* Newest first; a runtime that does not know a version answers
+	 * UnknownCommand (measured on .NET 10.0.12 for an unknown EventPipe
+	 * id) and we try the one before. .NET 10.0.12 accepts all five.
+	 * CollectTracing1 cannot turn rundown off: at StopTracing the runtime
+	 * writes the rundown (~250 KB for a small app) into the stream and
+	 * answers the stop only once that is written, so a caller must drain
+	 * the stream while it waits for the stop reply. */
+	for (int v = 5; v >= 1; v--) {
+		uint64_t session = 0;
+		struct rd rd;
+
+		if ((r = ipc_build_collect_tracing(v, buffer_mb, providers, n, &req)) < 0) {
+			if (err && errlen)
+				snprintf(err, errlen,
+				         "%s: invalid request (a provider needs a name in UTF-8 and a level 0-5, "
+				         "the buffer at least 1 MB, the message at most 64 KiB)",
+				         names[v]);
+			break;
+		}
+		r = ipc_transact(socket_path, &req, timeout_ms, reply, &fd);
+		if (r < 0) {
+			describe_transport(err, errlen, names[v], socket_path, r, timeout_ms);
+			break;
+		}
+		if (is_unknown_command(reply) && v > 1) {
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		if (!is_ok(reply)) {
+			r = refused(reply, names[v], err, errlen);
+			break;
+		}
+		rd = (struct rd){reply->payload, reply->payload_len, 0};
+		if (rd_u64(&rd, &session) < 0) {
+			r = -EBADMSG;
+			if (err && errlen)
+				snprintf(err, errlen, "%s: the runtime's reply has no session id", names[v]);
+			break;
+		}
+		*ret_fd = fd;
+		*ret_session = session;
+		fd = -1;
+		r = 0;
+		break;
+	}
+	if (fd >= 0)
+		close(fd);
+	ipc_buf_free(&req);
+	free(reply);
+	return r;
+}
+
+int ipc_stop_tracing(const char *socket_path, uint64_t session_id, int timeout_ms, char *err, size_t errlen)
+{
+	struct ipc_buf req = {0};
+	struct ipc_reply *reply = malloc(sizeof(*reply));
+	int r;
+
+	if (!reply)
+		return -ENOMEM;
+	r = ipc_build_stop_tracing(session_id, &req);
+	if (r == 0) {
+		r = ipc_transact(socket_path, &req, timeout_ms, reply, NULL);
+		if (r < 0)
+			describe_transport(err, errlen, "StopTracing", socket_path, r, timeout_ms);
+		else if (!is_ok(reply))
+			r = refused(reply, "StopTracing", err, errlen);
+	}
+	ipc_buf_free(&req);
+	free(reply);
+	return r;
+}
+
+int ipc_dump_send(const char *socket_path, int version, const char *path, enum dump_type type, uint32_t flags,
+                  int *ret_fd, char *err, size_t errlen)
+{
+	static const char *const names[] = {"", "GenerateCoreDump", "GenerateCoreDump2", "GenerateCoreDump3"};
+	struct ipc_buf req = {0};
+	int64_t deadline = deadline_after(IPC_CONNECT_TIMEOUT_MS);
+	int fd, r;
+
+	if (ret_fd)
+		*ret_fd = -1;
+	if (!ret_fd)
+		return -EINVAL;
+	r = ipc_build_dump(version, path, type, flags, &req);
+	if (r < 0) {
+		if (err && errlen)
+			snprintf(err, errlen,
+			         "dump request: invalid (version 1-3, a non-empty UTF-8 path, type 1-4; "
+			         "version 1 takes only the logging flag)");
+		return r;
+	}
+	fd = connect_until(socket_path, deadline);
+	if (fd < 0) {
+		describe_transport(err, errlen, names[version], socket_path, fd, IPC_CONNECT_TIMEOUT_MS);
+		ipc_buf_free(&req);
+		return fd;
+	}
+	r = write_all(fd, req.data, req.len, deadline);
+	ipc_buf_free(&req);
+	if (r < 0) {
+		describe_transport(err, errlen, names[version], socket_path, r, IPC_CONNECT_TIMEOUT_MS);
+		close(fd);
+		return r;
+	}
+	*ret_fd = fd;
+	return 0;
+}

@@ -1,0 +1,288 @@
+/* dumpwatch: command line. Parses arguments into options and hands over to
+ * the watcher, `ps`, or `record`; it holds no logic of its own. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dumpwatch/catalog.h"
+#include "dumpwatch/discovery.h"
+#include "dumpwatch/log.h"
+#include "dumpwatch/record.h"
+#include "dumpwatch/rules.h"
+#include "dumpwatch/units.h"
+#include "dumpwatch/watch.h"
+
+#define DUMPWATCH_VERSION "0.1.0"
+
+static void usage(FILE *f)
+{
+	fputs("usage: dumpwatch PID MB                      dump PID when its GC heap passes MB megabytes, then exit\n"
+	      "       dumpwatch --pid PID --when EXPR [--when EXPR ...] [options]\n"
+	      "       dumpwatch ps [--json]                 list .NET processes\n"
+	      "       dumpwatch record --pid PID --out FILE [--duration 5s]\n"
+	      "\n"
+	      "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
+	      "'gc-pause > 500ms', 'System.Runtime/cpu-usage > 90% for 10s'. All --when must hold at once.\n"
+	      "MB = 1,000,000 bytes, MiB = 1,048,576.\n"
+	      "\n"
+	      "options:\n"
+	      "  -p, --pid PID            the process to watch\n"
+	      "  -w, --when EXPR          a condition (repeatable; all must hold)\n"
+	      "  -d, --dump-dir DIR       where dumps go (default: the current directory)\n"
+	      "  -t, --dump-type TYPE     normal | withheap | triage | full (default withheap)\n"
+	      "      --dump-via HOW       runtime | exec | auto (default auto: the runtime's dump command)\n"
+	      "  -n, --max-dumps N        exit after the N-th dump (default 1; 0 = no limit)\n"
+	      "  -c, --cooldown DURATION  least time between two dumps (default 10s)\n"
+	      "  -j, --journal FILE       append a JSON line for every attach, fire, dump and failure\n"
+	      "      --counter-interval DURATION  EventCounters interval (default 1s)\n"
+	      "  -v, --verbose            print metrics as they arrive\n"
+	      "  -h, --help, --version\n"
+	      "\n"
+	      "exit status: 0 done (dumps taken, or the process exited first), 1 usage, 2 process not found /\n"
+	      "not .NET / unreachable, 3 a dump failed, 4 event stream failure, 130 stopped by a signal\n",
+	      f);
+}
+
+static int parse_pid(const char *s, pid_t *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v <= 0 || v > INT_MAX)
+		return -EINVAL;
+	*out = (pid_t)v;
+	return 0;
+}
+
+static int cmd_ps(int argc, char **argv)
+{
+	int json = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else {
+			fprintf(stderr, "dumpwatch ps: unknown argument %s\n", argv[i]);
+			return DW_EXIT_USAGE;
+		}
+	}
+	int n = discovery_print_ps(stdout, json);
+	if (n < 0) {
+		log_error("listing processes: %s", strerror(-n));
+		return DW_EXIT_RUNTIME;
+	}
+	return DW_EXIT_OK;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
+	                                     {"out", required_argument, NULL, 'o'},
+	                                     {"duration", required_argument, NULL, 'D'},
+	                                     {NULL, 0, NULL, 0}};
+	pid_t pid = 0;
+	const char *out = NULL;
+	int64_t duration = 5000000000LL;
+	char err[512];
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:o:D:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pid(optarg, &pid) < 0) {
+				log_error("--pid needs a process id, not \"%s\"", optarg);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'D':
+			if (units_parse_duration(optarg, &duration, err, sizeof(err)) < 0) {
+				log_error("--duration: %s", err);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		default:
+			return DW_EXIT_USAGE;
+		}
+	}
+	if (!pid || !out) {
+		log_error("record needs --pid PID and --out FILE");
+		return DW_EXIT_USAGE;
+	}
+	if (record_run(pid, out, duration, NEED_GC | NEED_ALLOC_TICKS | NEED_COUNTERS, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		return DW_EXIT_TARGET;
+	}
+	return DW_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_VERSION = 256, OPT_VIA, OPT_INTERVAL };
+	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
+	                                     {"when", required_argument, NULL, 'w'},
+	                                     {"dump-dir", required_argument, NULL, 'd'},
+	                                     {"dump-type", required_argument, NULL, 't'},
+	                                     {"dump-via", required_argument, NULL, OPT_VIA},
+	                                     {"max-dumps", required_argument, NULL, 'n'},
+	                                     {"cooldown", required_argument, NULL, 'c'},
+	                                     {"journal", required_argument, NULL, 'j'},
+	                                     {"counter-interval", required_argument, NULL, OPT_INTERVAL},
+	                                     {"verbose", no_argument, NULL, 'v'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {"version", no_argument, NULL, OPT_VERSION},
+	                                     {NULL, 0, NULL, 0}};
+	static struct rule rule;
+	struct watch_options o;
+	char err[512], dir[PATH_MAX];
+	const char *dump_dir = ".";
+	int64_t cooldown = 10000000000LL, interval = 1000000000LL;
+	long max_dumps = 1;
+	int c;
+
+	if (argc > 1 && strcmp(argv[1], "ps") == 0)
+		return cmd_ps(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "record") == 0)
+		return cmd_record(argc - 1, argv + 1);
+
+	memset(&o, 0, sizeof(o));
+	memset(&rule, 0, sizeof(rule));
+	rule.dump_type = DUMP_WITHHEAP;
+	while ((c = getopt_long(argc, argv, "p:w:d:t:n:c:j:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pid(optarg, &o.pid) < 0) {
+				log_error("--pid needs a process id, not \"%s\"", optarg);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		case 'w':
+			if (rule.n_conds == RULE_MAX_CONDS) {
+				log_error("at most %d --when conditions", RULE_MAX_CONDS);
+				return DW_EXIT_USAGE;
+			}
+			if (rule_cond_parse(optarg, &rule.conds[rule.n_conds], err, sizeof(err)) < 0) {
+				log_error("--when '%s': %s", optarg, err);
+				return DW_EXIT_USAGE;
+			}
+			rule.n_conds++;
+			break;
+		case 'd':
+			dump_dir = optarg;
+			break;
+		case 't':
+			if (rule_dump_type_parse(optarg, &rule.dump_type) < 0) {
+				log_error("--dump-type must be normal, withheap, triage or full, not \"%s\"", optarg);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		case OPT_VIA:
+			if (strcmp(optarg, "runtime") == 0)
+				o.via = DUMP_VIA_RUNTIME;
+			else if (strcmp(optarg, "exec") == 0)
+				o.via = DUMP_VIA_EXEC;
+			else if (strcmp(optarg, "auto") == 0)
+				o.via = DUMP_VIA_AUTO;
+			else {
+				log_error("--dump-via must be runtime, exec or auto, not \"%s\"", optarg);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		case 'n': {
+			char *end;
+			errno = 0;
+			max_dumps = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || max_dumps < 0 || max_dumps > 100000) {
+				log_error("--max-dumps needs a count (0 for no limit), not \"%s\"", optarg);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		}
+		case 'c':
+			if (units_parse_duration(optarg, &cooldown, err, sizeof(err)) < 0) {
+				log_error("--cooldown: %s", err);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		case OPT_INTERVAL:
+			if (units_parse_duration(optarg, &interval, err, sizeof(err)) < 0 || interval < 1000000000LL) {
+				log_error("--counter-interval needs a whole number of seconds, at least 1s");
+				return DW_EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			o.journal_path = optarg;
+			break;
+		case 'v':
+			o.verbose = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return DW_EXIT_OK;
+		case OPT_VERSION:
+			printf("dumpwatch %s\n", DUMPWATCH_VERSION);
+			return DW_EXIT_OK;
+		default:
+			usage(stderr);
+			return DW_EXIT_USAGE;
+		}
+	}
+
+	/* The classic form: dumpwatch PID MB. */
+	if (argc - optind == 2 && !o.pid && rule.n_conds == 0) {
+		char text[RULE_TEXT_MAX];
+		if (parse_pid(argv[optind], &o.pid) < 0) {
+			log_error("\"%s\" is not a process id", argv[optind]);
+			return DW_EXIT_USAGE;
+		}
+		char *end;
+		double mb = strtod(argv[optind + 1], &end);
+		if (*end || end == argv[optind + 1] || !(mb > 0)) {
+			log_error("\"%s\" is not a size in MB (a number such as 500)", argv[optind + 1]);
+			return DW_EXIT_USAGE;
+		}
+		snprintf(text, sizeof(text), "heap-size > %sMB", argv[optind + 1]);
+		if (rule_cond_parse(text, &rule.conds[0], err, sizeof(err)) < 0) {
+			log_error("%s", err);
+			return DW_EXIT_USAGE;
+		}
+		rule.n_conds = 1;
+	} else if (argc - optind > 0) {
+		log_error("unexpected argument \"%s\"", argv[optind]);
+		usage(stderr);
+		return DW_EXIT_USAGE;
+	}
+	if (!o.pid || rule.n_conds == 0) {
+		usage(stderr);
+		return DW_EXIT_USAGE;
+	}
+	if (!realpath(dump_dir, dir)) {
+		log_error("dump directory %s: %s", dump_dir, strerror(errno));
+		return DW_EXIT_USAGE;
+	}
+	{
+		char joined[RULE_TEXT_MAX * 2] = "";
+		for (uint32_t i = 0; i < rule.n_conds; i++) {
+			if (i)
+				strncat(joined, " and ", sizeof(joined) - strlen(joined) - 1);
+			strncat(joined, rule.conds[i].text, sizeof(joined) - strlen(joined) - 1);
+		}
+		rule_name_from_text(joined, rule.name, sizeof(rule.name));
+	}
+	rule.limits.max_dumps = (uint32_t)max_dumps;
+	rule.limits.cooldown_ns = cooldown;
+	o.rules = &rule;
+	o.n_rules = 1;
+	o.dump_dir = dir;
+	o.counter_interval_sec = (uint32_t)(interval / 1000000000LL);
+	return watch_run(&o);
+}

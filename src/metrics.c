@@ -1,0 +1,374 @@
+/* Metric state of one process. See metrics.h.
+ *
+ * Design note: heap sizes are exact only at the end of a GC (GCHeapStats).
+ * Between GCs the runtime reports allocations through GCAllocationTick events,
+ * each carrying the bytes allocated since the previous tick of its kind, so
+ * the live estimate of a generation is "its size at the last GC end plus the
+ * ticks of its kind since then". LOH and POH grow only by allocation between
+ * GCs, so their estimates are close; heap-size adds small-object ticks to the
+ * gen0 figure, which is what GC.GetTotalMemory reports too. */
+#include "dumpwatch/metrics.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dumpwatch/units.h"
+
+#define BUCKET_NS 10000000LL /* 10 ms buckets */
+#define N_BUCKETS ((int)(METRICS_RATE_WINDOW_NS / BUCKET_NS))
+#define GC_RING 1024
+#define MAX_COUNTERS 256
+
+struct rate {
+	int64_t bucket_id[N_BUCKETS]; /* which 10 ms slot each bucket holds */
+	uint64_t bytes[N_BUCKETS];
+	int64_t last_ns; /* time of the last sample, 0 when none */
+};
+
+struct counter_value {
+	char provider[EV_NAME_MAX];
+	char name[EV_NAME_MAX];
+	double value;
+	int64_t t_ns;
+};
+
+struct metrics {
+	/* Heap at the last GC end. */
+	int have_heap;
+	uint64_t size[5], promoted[5];
+	int64_t heap_ns;
+	/* Bytes allocated by kind since the last GC end (from ticks). */
+	uint64_t since_gc[3];
+	int64_t since_gc_ns;
+	/* Cumulative allocation since the session began. */
+	uint64_t allocated_total;
+	int have_alloc;
+	int64_t alloc_ns;
+	uint64_t heap_at_first_gc;
+	int have_first_heap;
+
+	struct rate rates[3];
+
+	/* GCs. */
+	uint64_t gc_count;
+	int have_gc;
+	struct metrics_gc last, cur;
+	int cur_open;
+	int64_t suspend_ns; /* 0 when no suspension is open */
+	int have_pause;
+	double pause_ms; /* the last suspension, suspend-begin to restart-end */
+	int64_t pause_end_ns;
+	int64_t gc_end_ns[3][GC_RING];
+	uint32_t gc_ring_n[3], gc_ring_head[3];
+
+	struct counter_value counters[MAX_COUNTERS];
+	size_t n_counters;
+};
+
+struct metrics *metrics_new(void)
+{
+	return calloc(1, sizeof(struct metrics));
+}
+
+void metrics_free(struct metrics *m)
+{
+	free(m);
+}
+
+static void rate_add(struct rate *r, int64_t t_ns, uint64_t bytes)
+{
+	int64_t id = t_ns / BUCKET_NS;
+	int i = (int)(id % N_BUCKETS);
+
+	if (r->bucket_id[i] != id) {
+		r->bucket_id[i] = id;
+		r->bytes[i] = 0;
+	}
+	r->bytes[i] += bytes;
+	if (t_ns > r->last_ns)
+		r->last_ns = t_ns;
+}
+
+/* Bytes per second over the window ending at now. */
+static double rate_get(const struct rate *r, int64_t now_ns)
+{
+	int64_t now_id = now_ns / BUCKET_NS;
+	uint64_t sum = 0;
+
+	for (int i = 0; i < N_BUCKETS; i++)
+		if (r->bucket_id[i] > now_id - N_BUCKETS && r->bucket_id[i] <= now_id)
+			sum += r->bytes[i];
+	return (double)sum * 1e9 / (double)METRICS_RATE_WINDOW_NS;
+}
+
+static void gc_ring_push(struct metrics *m, uint32_t gen, int64_t t_ns)
+{
+	if (gen > 2)
+		gen = 2;
+	m->gc_end_ns[gen][m->gc_ring_head[gen]] = t_ns;
+	m->gc_ring_head[gen] = (m->gc_ring_head[gen] + 1) % GC_RING;
+	if (m->gc_ring_n[gen] < GC_RING)
+		m->gc_ring_n[gen]++;
+}
+
+static double gc_rate(const struct metrics *m, int gen, int64_t now_ns)
+{
+	uint32_t n = 0;
+
+	for (int g = 0; g < 3; g++) {
+		if (gen >= 0 && g != gen)
+			continue;
+		for (uint32_t i = 0; i < m->gc_ring_n[g]; i++) {
+			int64_t t = m->gc_end_ns[g][i];
+			if (t > now_ns - METRICS_GC_RATE_WINDOW_NS && t <= now_ns)
+				n++;
+		}
+	}
+	return (double)n * 1e9 / (double)METRICS_GC_RATE_WINDOW_NS;
+}
+
+static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_ns)
+{
+	struct counter_value *cv = NULL;
+
+	for (size_t i = 0; i < m->n_counters; i++)
+		if (strcmp(m->counters[i].name, c->name) == 0 && strcmp(m->counters[i].provider, c->provider) == 0) {
+			cv = &m->counters[i];
+			break;
+		}
+	if (!cv) {
+		if (m->n_counters == MAX_COUNTERS)
+			return; /* bounded: a provider publishing thousands of counters */
+		cv = &m->counters[m->n_counters++];
+		snprintf(cv->provider, sizeof(cv->provider), "%s", c->provider);
+		snprintf(cv->name, sizeof(cv->name), "%s", c->name);
+	}
+	cv->value = c->value;
+	cv->t_ns = t_ns;
+}
+
+void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns)
+{
+	switch (r->type) {
+	case EV_COUNTER:
+		on_counter(m, &r->u.counter, t_ns);
+		break;
+	case EV_GC_ALLOC_TICK: {
+		uint32_t k = r->u.alloc.kind <= EV_ALLOC_PINNED ? r->u.alloc.kind : EV_ALLOC_SMALL;
+		/* A tick stamped before the last heap statistics is already in them. */
+		if (!m->have_heap || t_ns > m->heap_ns) {
+			m->since_gc[k] += r->u.alloc.amount;
+			m->since_gc_ns = t_ns;
+		}
+		rate_add(&m->rates[k], t_ns, r->u.alloc.amount);
+		m->allocated_total += r->u.alloc.amount;
+		m->have_alloc = 1;
+		m->alloc_ns = t_ns;
+		break;
+	}
+	case EV_GC_SUSPEND_EE_BEGIN:
+		m->suspend_ns = t_ns;
+		break;
+	case EV_GC_RESTART_EE_END:
+		/* Suspensions do not nest: this restart ends the open suspension,
+		 * whichever GC (foreground or background phase) it served. */
+		if (m->suspend_ns) {
+			double pause = (double)(t_ns - m->suspend_ns) / 1e6;
+			m->have_pause = 1;
+			m->pause_ms = pause;
+			m->pause_end_ns = t_ns;
+			if (m->cur_open || m->have_gc) {
+				struct metrics_gc *g = m->cur_open ? &m->cur : &m->last;
+				if (g->pause_ms < 0)
+					g->pause_ms = 0;
+				g->pause_ms += pause;
+				if (!m->cur_open)
+					m->last.end_ns = t_ns;
+			}
+			m->suspend_ns = 0;
+		}
+		break;
+	case EV_GC_START:
+		memset(&m->cur, 0, sizeof(m->cur));
+		m->cur.index = r->u.gc_start.count;
+		m->cur.generation = r->u.gc_start.depth;
+		m->cur.reason = r->u.gc_start.reason;
+		m->cur.type = r->u.gc_start.type;
+		m->cur.start_ns = t_ns;
+		m->cur.pause_ms = -1;
+		m->cur_open = 1;
+		break;
+	case EV_GC_END:
+		if (m->cur_open && m->cur.index == r->u.gc_end.count) {
+			m->cur.end_ns = t_ns;
+		}
+		gc_ring_push(m, r->u.gc_end.depth, t_ns);
+		m->gc_count++;
+		break;
+	case EV_GC_HEAP_STATS:
+		memcpy(m->size, r->u.heap_stats.size, sizeof(m->size));
+		memcpy(m->promoted, r->u.heap_stats.promoted, sizeof(m->promoted));
+		m->have_heap = 1;
+		m->heap_ns = t_ns;
+		memset(m->since_gc, 0, sizeof(m->since_gc));
+		if (!m->have_first_heap) {
+			m->have_first_heap = 1;
+			for (int i = 0; i < 5; i++)
+				m->heap_at_first_gc += m->size[i];
+		}
+		if (m->cur_open) {
+			memcpy(m->cur.size, m->size, sizeof(m->size));
+			memcpy(m->cur.promoted, m->promoted, sizeof(m->promoted));
+			if (!m->cur.end_ns)
+				m->cur.end_ns = t_ns;
+			m->last = m->cur;
+			m->cur_open = 0;
+			m->have_gc = 1;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static uint64_t heap_total(const struct metrics *m)
+{
+	uint64_t s = 0;
+
+	for (int i = 0; i < 5; i++)
+		s += m->size[i];
+	return s + m->since_gc[0] + m->since_gc[1] + m->since_gc[2];
+}
+
+static int64_t later(int64_t a, int64_t b)
+{
+	return a > b ? a : b;
+}
+
+int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns, double *value,
+                 int64_t *sample_ns)
+{
+	int64_t heap_t = later(m->heap_ns, m->since_gc_ns);
+
+	switch (ref->id) {
+	case M_LOH_SIZE:
+	case M_POH_SIZE: {
+		int gen = ref->id == M_LOH_SIZE ? 3 : 4;
+		int kind = ref->id == M_LOH_SIZE ? EV_ALLOC_LARGE : EV_ALLOC_PINNED;
+		if (!m->have_heap && !m->have_alloc)
+			return 0;
+		*value = (double)(m->size[gen] + m->since_gc[kind]);
+		*sample_ns = heap_t;
+		return 1;
+	}
+	case M_GEN0_SIZE:
+	case M_GEN1_SIZE:
+	case M_GEN2_SIZE:
+		if (!m->have_heap)
+			return 0;
+		*value = (double)m->size[ref->id - M_GEN0_SIZE];
+		*sample_ns = m->heap_ns;
+		return 1;
+	case M_HEAP_SIZE:
+		if (!m->have_heap && !m->have_alloc)
+			return 0;
+		*value = (double)heap_total(m);
+		*sample_ns = heap_t;
+		return 1;
+	case M_GC_PAUSE:
+		if (!m->have_pause)
+			return 0;
+		*value = m->pause_ms;
+		*sample_ns = m->pause_end_ns;
+		return 1;
+	case M_GC_COUNT:
+		*value = (double)m->gc_count;
+		*sample_ns = now_ns;
+		return 1;
+	case M_GC_RATE:
+	case M_GEN0_GC_RATE:
+	case M_GEN1_GC_RATE:
+	case M_GEN2_GC_RATE:
+		*value = gc_rate(m, ref->id == M_GC_RATE ? -1 : (int)(ref->id - M_GEN0_GC_RATE), now_ns);
+		*sample_ns = now_ns;
+		return 1;
+	case M_ALLOC_RATE:
+		*value =
+		    rate_get(&m->rates[0], now_ns) + rate_get(&m->rates[1], now_ns) + rate_get(&m->rates[2], now_ns);
+		*sample_ns = now_ns;
+		return 1;
+	case M_SOH_ALLOC_RATE:
+	case M_LOH_ALLOC_RATE:
+	case M_POH_ALLOC_RATE:
+		*value = rate_get(&m->rates[ref->id - M_SOH_ALLOC_RATE], now_ns);
+		*sample_ns = now_ns;
+		return 1;
+	case M_APPDOMAIN_ALLOCATED:
+		if (!m->have_alloc)
+			return 0;
+		*value = (double)m->allocated_total;
+		*sample_ns = m->alloc_ns;
+		return 1;
+	case M_APPDOMAIN_SURVIVED:
+		if (!m->have_heap)
+			return 0;
+		*value = (double)(m->promoted[0] + m->promoted[1] + m->promoted[2] + m->promoted[3] + m->promoted[4]);
+		*sample_ns = m->heap_ns;
+		return 1;
+	case M_APPDOMAIN_FREED: {
+		if (!m->have_heap || !m->have_alloc)
+			return 0;
+		double growth = (double)heap_total(m) - (double)m->heap_at_first_gc;
+		double freed = (double)m->allocated_total - growth;
+		*value = freed > 0 ? freed : 0;
+		*sample_ns = heap_t;
+		return 1;
+	}
+	case M_COUNTER:
+		for (size_t i = 0; i < m->n_counters; i++)
+			if (strcmp(m->counters[i].name, ref->counter) == 0 &&
+			    strcmp(m->counters[i].provider, ref->provider) == 0) {
+				*value = m->counters[i].value * (ref->scale > 0 ? ref->scale : 1.0);
+				*sample_ns = m->counters[i].t_ns;
+				return 1;
+			}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int metrics_last_gc(const struct metrics *m, struct metrics_gc *out)
+{
+	if (!m->have_gc)
+		return 0;
+	*out = m->last;
+	return 1;
+}
+
+void metrics_describe(const struct metrics *m, int64_t now_ns, char *buf, size_t len)
+{
+	static const enum metric_id ids[] = {M_HEAP_SIZE,  M_GEN0_SIZE,      M_GEN1_SIZE,      M_GEN2_SIZE,
+	                                     M_LOH_SIZE,   M_POH_SIZE,       M_GC_PAUSE,       M_GC_COUNT,
+	                                     M_ALLOC_RATE, M_LOH_ALLOC_RATE, M_SOH_ALLOC_RATE, M_POH_ALLOC_RATE};
+	static const enum unit_kind units[] = {
+	    UNIT_BYTES, UNIT_BYTES, UNIT_BYTES,         UNIT_BYTES,         UNIT_BYTES,         UNIT_BYTES,
+	    UNIT_MS,    UNIT_COUNT, UNIT_BYTES_PER_SEC, UNIT_BYTES_PER_SEC, UNIT_BYTES_PER_SEC, UNIT_BYTES_PER_SEC};
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]) && off < len; i++) {
+		struct metric_ref ref = {.id = ids[i], .scale = 1};
+		double v;
+		int64_t t;
+		char vb[32];
+		if (!metrics_read(m, &ref, now_ns, &v, &t))
+			continue;
+		int n = snprintf(buf + off, len - off, "%s%s=%s", off ? " " : "", catalog_id_name(ids[i]),
+		                 units_format(v, units[i], vb, sizeof(vb)));
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}

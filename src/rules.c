@@ -1,0 +1,379 @@
+/* The one-line condition grammar shared by --when and rule files, and the
+ * small helpers around the rule model (dump types, rule names, needs):
+ *
+ *     METRIC OP VALUE [for DURATION]     OP: > >= < <= above below
+ *
+ * Whitespace is optional around the operator and allowed between a number and
+ * its unit ("loh-size>200MB", "loh-size > 200 MB for 5 s"). Keywords ("for",
+ * "above", "below") are matched without regard to case. Pure. */
+#include "dumpwatch/rules.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dumpwatch/units.h"
+
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static int is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int is_alnum(char c)
+{
+	return is_alpha(c) || (c >= '0' && c <= '9');
+}
+
+static char lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+static const char *skip_space(const char *p)
+{
+	while (is_space(*p))
+		p++;
+	return p;
+}
+
+/* True when p starts with the keyword kw as a whole word. */
+static int is_word(const char *p, const char *kw)
+{
+	size_t i;
+
+	for (i = 0; kw[i]; i++)
+		if (lower(p[i]) != kw[i])
+			return 0;
+	return !is_alnum(p[i]) && p[i] != '_';
+}
+
+/* Copies src for quoting in a message: at most 60 characters, bytes that are
+ * not printable ASCII shown as '?', "..." when cut. */
+static void quote_text(char *dst, size_t dstlen, const char *src, size_t srclen)
+{
+	size_t n = strnlen(src, srclen < 60 ? srclen : 60);
+
+	if (dstlen == 0)
+		return;
+	snprintf(dst, dstlen, "%.*s%s", (int)n, src, n < srclen && src[n] ? "..." : "");
+	for (char *p = dst; *p; p++)
+		if (*p < 0x20 || *p >= 0x7f)
+			*p = '?';
+}
+
+/* The extent of a quantity at s: NUMBER [spaces] [UNIT] [spaces / spaces
+ * TIME-UNIT]. The word "for" is never taken as a unit. Something that does not
+ * start like a number extends to the next space, for units.c to reject. */
+static size_t scan_quantity(const char *s)
+{
+	size_t i = 0, k, end;
+
+	while (s[i] && strchr("0123456789.,+-", s[i]))
+		i++;
+	if (i == 0) {
+		while (s[i] && !is_space(s[i]))
+			i++;
+		return i;
+	}
+	end = i;
+	k = (size_t)(skip_space(s + i) - s);
+	if ((is_alpha(s[k]) || s[k] == '%') && !is_word(s + k, "for")) {
+		while (is_alnum(s[k]) || s[k] == '%')
+			k++;
+		end = k;
+		k = (size_t)(skip_space(s + k) - s);
+	}
+	if (s[k] == '/') {
+		k = (size_t)(skip_space(s + k + 1) - s);
+		while (is_alpha(s[k]))
+			k++;
+		end = k;
+	}
+	return end;
+}
+
+/* How a metric's unit is described after a bad value. */
+static const char *unit_phrase(enum unit_kind u)
+{
+	switch (u) {
+	case UNIT_BYTES:
+		return "is measured in bytes";
+	case UNIT_BYTES_PER_SEC:
+		return "is measured in bytes per second";
+	case UNIT_MS:
+		return "is measured in milliseconds";
+	case UNIT_PERCENT:
+		return "is a percentage";
+	case UNIT_COUNT:
+		return "is a count";
+	case UNIT_PER_SEC:
+		return "is measured in events per second";
+	case UNIT_NONE:
+	default:
+		return "has no known unit";
+	}
+}
+
+/* A value that fits a metric's unit, for examples in messages. */
+static const char *unit_example(enum unit_kind u)
+{
+	switch (u) {
+	case UNIT_BYTES:
+		return "200MB";
+	case UNIT_BYTES_PER_SEC:
+		return "50MB/s";
+	case UNIT_MS:
+		return "200ms";
+	case UNIT_PERCENT:
+		return "90%";
+	case UNIT_COUNT:
+		return "10";
+	case UNIT_PER_SEC:
+		return "10/s";
+	case UNIT_NONE:
+	default:
+		return "100";
+	}
+}
+
+int rule_cond_parse(const char *text, struct rule_cond *out, char *err, size_t errlen)
+{
+	struct rule_cond c;
+	char buf[RULE_TEXT_MAX], part[RULE_TEXT_MAX], q1[80], q2[80], uerr[256];
+	const char *p, *start, *metric_end;
+	size_t len, n;
+	int r;
+
+	if (!text)
+		text = "";
+	text = skip_space(text);
+	len = strlen(text);
+	while (len > 0 && is_space(text[len - 1]))
+		len--;
+	if (len >= RULE_TEXT_MAX) {
+		snprintf(err, errlen, "condition is too long (at most %d characters)", RULE_TEXT_MAX - 1);
+		return -EINVAL;
+	}
+	if (len == 0) {
+		snprintf(err, errlen, "empty condition: write METRIC OP VALUE [for DURATION], as in loh-size > 200MB");
+		return -EINVAL;
+	}
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	memset(&c, 0, sizeof(c));
+	memcpy(c.text, buf, len + 1);
+
+	/* METRIC: up to a space or an operator character. */
+	p = buf;
+	while (*p && !is_space(*p) && !strchr("<>=!", *p))
+		p++;
+	metric_end = p;
+	n = (size_t)(metric_end - buf);
+	if (n == 0) {
+		snprintf(err, errlen,
+		         "missing metric before the operator: write METRIC OP VALUE, as in loh-size > 200MB");
+		return -EINVAL;
+	}
+	memcpy(part, buf, n);
+	part[n] = '\0';
+	r = catalog_resolve(part, &c.metric, err, errlen);
+	if (r < 0)
+		return r;
+
+	/* OP */
+	p = skip_space(p);
+	quote_text(q1, sizeof(q1), c.metric.name, sizeof(c.metric.name));
+	if (p[0] == '>' && p[1] == '=') {
+		c.op = COND_GE;
+		p += 2;
+	} else if (p[0] == '<' && p[1] == '=') {
+		c.op = COND_LE;
+		p += 2;
+	} else if (p[0] == '>') {
+		c.op = COND_GT;
+		p += 1;
+	} else if (p[0] == '<') {
+		c.op = COND_LT;
+		p += 1;
+	} else if (is_word(p, "above")) {
+		c.op = COND_GT;
+		p += 5;
+	} else if (is_word(p, "below")) {
+		c.op = COND_LT;
+		p += 5;
+	} else if (p[0] == '=' || p[0] == '!') {
+		n = strspn(p, "=!<>");
+		quote_text(q2, sizeof(q2), p, n);
+		snprintf(err, errlen, "operator \"%s\" is not supported: use >, >=, < or <= (or above, below)", q2);
+		return -EINVAL;
+	} else {
+		snprintf(err, errlen,
+		         "missing operator after \"%s\": use >, >=, < or <= (or above, below), as in %s > %s", q1, q1,
+		         unit_example(c.metric.unit));
+		return -EINVAL;
+	}
+	if (*p == '=' || *p == '<' || *p == '>') {
+		start = p;
+		while (*p && strchr("=!<>", *p))
+			p++;
+		quote_text(q2, sizeof(q2), start, (size_t)(p - start));
+		snprintf(err, errlen, "unexpected \"%s\" after the operator: use >, >=, < or <=", q2);
+		return -EINVAL;
+	}
+
+	/* VALUE */
+	p = skip_space(p);
+	if (*p == '\0' || is_word(p, "for")) {
+		snprintf(err, errlen, "missing value after the operator: %s %s, as in %s > %s", q1,
+		         unit_phrase(c.metric.unit), q1, unit_example(c.metric.unit));
+		return -EINVAL;
+	}
+	start = p;
+	n = scan_quantity(p);
+	memcpy(part, start, n);
+	part[n] = '\0';
+	r = units_parse_value(part, c.metric.unit, &c.threshold, uerr, sizeof(uerr));
+	if (r < 0) {
+		snprintf(err, errlen, "%s (%s %s)", uerr, q1, unit_phrase(c.metric.unit));
+		return r;
+	}
+	p = skip_space(start + n);
+
+	/* [for DURATION] */
+	if (is_word(p, "for")) {
+		p = skip_space(p + 3);
+		if (*p == '\0') {
+			snprintf(err, errlen, "\"for\" needs a duration, as in for 10s or for 500ms");
+			return -EINVAL;
+		}
+		start = p;
+		n = scan_quantity(p);
+		memcpy(part, start, n);
+		part[n] = '\0';
+		r = units_parse_duration(part, &c.for_ns, uerr, sizeof(uerr));
+		if (r < 0) {
+			snprintf(err, errlen, "after \"for\": %s", uerr);
+			return r;
+		}
+		p = skip_space(start + n);
+	}
+
+	if (*p != '\0') {
+		quote_text(q2, sizeof(q2), p, strlen(p));
+		snprintf(err, errlen, "unexpected \"%s\" at the end: a condition is METRIC OP VALUE [for DURATION]",
+		         q2);
+		return -EINVAL;
+	}
+	*out = c;
+	return 0;
+}
+
+int rule_cond_test(const struct rule_cond *c, double value)
+{
+	/* Comparisons with NaN are false, so a NaN sample never holds. */
+	switch (c->op) {
+	case COND_GT:
+		return value > c->threshold;
+	case COND_GE:
+		return value >= c->threshold;
+	case COND_LT:
+		return value < c->threshold;
+	case COND_LE:
+		return value <= c->threshold;
+	}
+	return 0;
+}
+
+static const char *const dump_type_names[] = {
+    [DUMP_NORMAL] = "normal",
+    [DUMP_WITHHEAP] = "withheap",
+    [DUMP_TRIAGE] = "triage",
+    [DUMP_FULL] = "full",
+};
+
+int rule_dump_type_parse(const char *text, enum dump_type *out)
+{
+	if (!text)
+		return -EINVAL;
+	for (int t = DUMP_NORMAL; t <= DUMP_FULL; t++) {
+		const char *a = text, *b = dump_type_names[t];
+		while (*a && *b && lower(*a) == *b) {
+			a++;
+			b++;
+		}
+		if (*a == '\0' && *b == '\0') {
+			*out = (enum dump_type)t;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *rule_dump_type_name(enum dump_type t)
+{
+	if (t >= DUMP_NORMAL && t <= DUMP_FULL)
+		return dump_type_names[t];
+	return "unknown";
+}
+
+/* Appends s to the name being built, collapsing separators: no '-' or '.'
+ * at the start, never two '-' in a row. Stops at cap - 1 characters. */
+static void name_append(char *out, size_t *len, size_t cap, const char *s)
+{
+	for (; *s && *len + 1 < cap; s++) {
+		if ((*s == '-' || *s == '.') && *len == 0)
+			continue;
+		if (*s == '-' && out[*len - 1] == '-')
+			continue;
+		out[(*len)++] = *s;
+	}
+	out[*len] = '\0';
+}
+
+void rule_name_from_text(const char *text, char *out, size_t outlen)
+{
+	size_t cap = outlen < RULE_NAME_MAX ? outlen : RULE_NAME_MAX, len = 0;
+	char one[2] = {0, 0};
+
+	if (cap == 0)
+		return;
+	out[0] = '\0';
+	for (const char *p = text ? text : ""; *p && len + 1 < cap; p++) {
+		if (p[0] == '>' && p[1] == '=') {
+			name_append(out, &len, cap, "-ge-");
+			p++;
+		} else if (p[0] == '<' && p[1] == '=') {
+			name_append(out, &len, cap, "-le-");
+			p++;
+		} else if (p[0] == '>') {
+			name_append(out, &len, cap, "-gt-");
+		} else if (p[0] == '<') {
+			name_append(out, &len, cap, "-lt-");
+		} else if (p[0] == '%') {
+			name_append(out, &len, cap, "pct");
+		} else {
+			one[0] = (is_alnum(*p) || *p == '.' || *p == '_' || *p == '-') ? *p : '-';
+			name_append(out, &len, cap, one);
+		}
+	}
+	while (len > 0 && (out[len - 1] == '-' || out[len - 1] == '.'))
+		out[--len] = '\0';
+	if (len == 0)
+		snprintf(out, cap, "%s", "rule");
+}
+
+unsigned rule_needs(const struct rule *r)
+{
+	unsigned needs = 0;
+
+	if (!r)
+		return 0;
+	for (uint32_t i = 0; i < r->n_conds && i < RULE_MAX_CONDS; i++)
+		needs |= r->conds[i].metric.needs;
+	return needs;
+}

@@ -1,0 +1,285 @@
+/* One attached process; see session.h.
+ *
+ * Clock note: on Linux the runtime's QPC is CLOCK_MONOTONIC in nanoseconds
+ * (the Trace object of .NET 10.0.12 says frequency 1000000000 and its sync
+ * QPC matches our CLOCK_MONOTONIC), so event times are compared with our own
+ * clock directly. When the trace's clock does not look like ours (another time
+ * namespace, another frequency) an offset is taken when the Trace object
+ * arrives, which errs by the delay of that first read. */
+#include "dumpwatch/session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "dumpwatch/log.h"
+#include "dumpwatch/loop.h"
+#include "dumpwatch/nettrace.h"
+
+#define SESSION_READ_CHUNK 65536
+#define SESSION_BUFFER_MB 16
+#define SESSION_IPC_TIMEOUT_MS 3000
+
+struct session {
+	struct dn_target target;
+	struct ipc_process_info info;
+	char name[256];
+	session_event_fn fn;
+	void *ctx;
+	int fd;
+	uint64_t session_id;
+	int started;
+	nettrace_parser *parser;
+	struct nettrace_info trace;
+	int have_trace;
+	int64_t clock_offset_ns;
+	struct metrics *metrics;
+	uint64_t bytes;
+	int64_t read_ns; /* when the bytes being parsed were read */
+	uint64_t events;
+	uint64_t bad_events;
+	uint8_t buf[SESSION_READ_CHUNK];
+};
+
+static void on_info(void *ctx, const struct nettrace_info *info)
+{
+	struct session *s = ctx;
+	int64_t sync_ns = nettrace_qpc_to_ns(info, info->sync_qpc);
+	int64_t now = loop_now();
+
+	s->trace = *info;
+	s->have_trace = 1;
+	/* Same clock when the sync point is within a minute of our "now". */
+	if (info->qpc_freq == 1000000000LL && sync_ns <= now && now - sync_ns < 60000000000LL)
+		s->clock_offset_ns = 0;
+	else
+		s->clock_offset_ns = now - sync_ns;
+}
+
+static void on_event(void *ctx, const struct nettrace_event *ev)
+{
+	struct session *s = ctx;
+	struct ev_record rec;
+	char err[256];
+	int r;
+
+	s->events++;
+	r = events_decode(ev, s->have_trace ? s->trace.pointer_size : 8, &rec, err, sizeof(err));
+	if (r < 0) {
+		/* One malformed payload is not worth ending the session for; the
+		 * parser already checked the framing. Say so once in a while. */
+		if (s->bad_events++ % 1000 == 0)
+			log_warn("pid=%d: skipping malformed event: %s", (int)s->target.pid, err);
+		return;
+	}
+	if (r == 0)
+		return;
+	int64_t t = (s->have_trace ? nettrace_qpc_to_ns(&s->trace, ev->timestamp) : loop_now()) + s->clock_offset_ns;
+	metrics_on_event(s->metrics, &rec, t);
+	if (s->fn)
+		s->fn(s->ctx, s, &rec, t);
+}
+
+struct session *session_new(const struct dn_target *target, session_event_fn fn, void *ctx)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	struct nettrace_callbacks cb = {.ctx = NULL, .on_info = on_info, .on_event = on_event};
+
+	if (!s)
+		return NULL;
+	s->target = *target;
+	s->fn = fn;
+	s->ctx = ctx;
+	s->fd = -1;
+	cb.ctx = s;
+	s->parser = nettrace_new(&cb, NULL);
+	s->metrics = metrics_new();
+	if (!s->parser || !s->metrics) {
+		session_free(s);
+		return NULL;
+	}
+	discovery_process_name(&s->target, "", s->name, sizeof(s->name));
+	return s;
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	if (s->started)
+		session_stop(s, 1000);
+	if (s->fd >= 0)
+		close(s->fd);
+	nettrace_free(s->parser);
+	metrics_free(s->metrics);
+	free(s);
+}
+
+/* Builds the provider list: the runtime provider at the level the rules need,
+ * and each EventCounters provider with its interval. */
+static size_t build_providers(const struct session_subscription *sub, struct ipc_provider *out, char *args,
+                              size_t argslen)
+{
+	size_t n = 0;
+
+	if (sub->needs & (NEED_GC | NEED_ALLOC_TICKS)) {
+		out[n].keywords = EV_KW_GC;
+		out[n].level = (sub->needs & NEED_ALLOC_TICKS) ? 5 : 4;
+		out[n].name = EV_RUNTIME_PROVIDER;
+		out[n].args = NULL;
+		n++;
+	}
+	if (sub->n_counter_providers > 0) {
+		snprintf(args, argslen, "EventCounterIntervalSec=%u",
+		         sub->counter_interval_sec ? sub->counter_interval_sec : 1);
+		for (size_t i = 0; i < sub->n_counter_providers && n < SESSION_MAX_COUNTER_PROVIDERS + 1; i++) {
+			out[n].keywords = 0;
+			out[n].level = 4;
+			out[n].name = sub->counter_providers[i];
+			out[n].args = args;
+			n++;
+		}
+	}
+	return n;
+}
+
+int session_start(struct session *s, const struct session_subscription *sub, char *err, size_t errlen)
+{
+	struct ipc_provider provs[SESSION_MAX_COUNTER_PROVIDERS + 1];
+	char args[64];
+	size_t n;
+	int r;
+
+	r = ipc_process_info(s->target.socket_path, SESSION_IPC_TIMEOUT_MS, &s->info, err, errlen);
+	if (r < 0)
+		return r;
+	discovery_process_name(&s->target, s->info.entry_assembly, s->name, sizeof(s->name));
+	n = build_providers(sub, provs, args, sizeof(args));
+	if (n == 0) {
+		snprintf(err, errlen, "nothing to subscribe to");
+		return -EINVAL;
+	}
+	r = ipc_collect_tracing(s->target.socket_path, provs, n, SESSION_BUFFER_MB, SESSION_IPC_TIMEOUT_MS, &s->fd,
+	                        &s->session_id, err, errlen);
+	if (r < 0)
+		return r;
+	fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
+	s->started = 1;
+	return 0;
+}
+
+int session_fd(const struct session *s)
+{
+	return s->fd;
+}
+
+int session_read(struct session *s, char *err, size_t errlen)
+{
+	for (int rounds = 0; rounds < 64; rounds++) {
+		ssize_t n = read(s->fd, s->buf, sizeof(s->buf));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			int e = errno;
+			snprintf(err, errlen, "reading the event stream of pid %d: %s", (int)s->target.pid,
+			         strerror(e));
+			return -e;
+		}
+		if (n == 0) {
+			s->started = 0;
+			int r = nettrace_finish(s->parser);
+			if (r < 0) {
+				snprintf(err, errlen, "event stream of pid %d ended early: %s", (int)s->target.pid,
+				         nettrace_error(s->parser));
+				return r;
+			}
+			return 1;
+		}
+		s->bytes += (uint64_t)n;
+		s->read_ns = loop_now();
+		int r = nettrace_feed(s->parser, s->buf, (size_t)n);
+		if (r < 0) {
+			snprintf(err, errlen, "bad event stream from pid %d: %s", (int)s->target.pid,
+			         nettrace_error(s->parser));
+			return r;
+		}
+		if ((size_t)n < sizeof(s->buf))
+			return 0;
+	}
+	return 0; /* let other descriptors have a turn; epoll reports us again */
+}
+
+void session_stop(struct session *s, int timeout_ms)
+{
+	char err[256];
+
+	if (!s->started)
+		return;
+	s->started = 0;
+	/* Empty the socket first: a runtime blocked on a full stream socket
+	 * would not get round to answering the stop. */
+	for (int i = 0; i < 64; i++) {
+		ssize_t n = recv(s->fd, s->buf, sizeof(s->buf), MSG_DONTWAIT);
+		if (n <= 0)
+			break;
+		if (nettrace_feed(s->parser, s->buf, (size_t)n) < 0)
+			break;
+	}
+	if (ipc_stop_tracing(s->target.socket_path, s->session_id, timeout_ms, err, sizeof(err)) < 0) {
+		log_debug("pid=%d: stop tracing: %s", (int)s->target.pid, err);
+		return;
+	}
+	/* Drain what the runtime flushes after the stop, up to its end. */
+	int64_t deadline = loop_now() + (int64_t)timeout_ms * 1000000LL;
+	fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK);
+	struct timeval tv = {.tv_sec = 0, .tv_usec = 100000};
+	setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (loop_now() < deadline) {
+		ssize_t n = read(s->fd, s->buf, sizeof(s->buf));
+		if (n <= 0 && !(n < 0 && (errno == EINTR || errno == EAGAIN)))
+			break;
+		if (n > 0 && nettrace_feed(s->parser, s->buf, (size_t)n) < 0)
+			break;
+	}
+}
+
+const struct dn_target *session_target(const struct session *s)
+{
+	return &s->target;
+}
+
+const struct ipc_process_info *session_info(const struct session *s)
+{
+	return &s->info;
+}
+
+const char *session_name(const struct session *s)
+{
+	return s->name;
+}
+
+struct metrics *session_metrics(struct session *s)
+{
+	return s->metrics;
+}
+
+uint64_t session_bytes(const struct session *s)
+{
+	return s->bytes;
+}
+
+int64_t session_read_ns(const struct session *s)
+{
+	return s->read_ns;
+}
+
+uint64_t session_events(const struct session *s)
+{
+	return s->events;
+}

@@ -1,0 +1,520 @@
+/* The watcher; see watch.h.
+ *
+ * Rules are evaluated after every decoded event that can move a metric, not
+ * once per read, so a spike that rises and falls within one burst of the
+ * stream (the runtime flushes every 100 ms) is still seen at its top. A
+ * timer re-evaluates when a sustain duration or cooldown ends without new
+ * events, and every 250 ms so that rates decay when allocation stops. */
+#include "dumpwatch/watch.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dumpwatch/discovery.h"
+#include "dumpwatch/eval.h"
+#include "dumpwatch/journal.h"
+#include "dumpwatch/log.h"
+#include "dumpwatch/loop.h"
+#include "dumpwatch/session.h"
+#include "dumpwatch/units.h"
+
+#define WATCH_TICK_NS 250000000LL
+#define WATCH_VERBOSE_EVERY_NS 1000000000LL
+
+struct rule_slot {
+	const struct rule *rule;
+	struct eval_state st;
+	int64_t next_ns; /* 0: nothing pending */
+};
+
+struct watcher {
+	const struct watch_options *o;
+	struct loop *loop;
+	struct journal *journal;
+	struct session *session;
+	struct rule_slot *slots;
+	size_t n_slots;
+	int sigfd;
+	int pidfd;
+	struct dump_job *job;
+	size_t job_slot;
+	int64_t job_fire_ns;
+	int exit_code;
+	int target_gone;
+	int stream_ended;
+	uint32_t dumps_done;
+	int64_t last_verbose_ns;
+	int in_event; /* evaluating because an event arrived */
+	int64_t start_ns;
+};
+
+struct read_ctx {
+	struct metrics *m;
+	int64_t now;
+};
+
+static int read_metric(void *ctx, const struct metric_ref *ref, double *value, int64_t *sample_ns)
+{
+	struct read_ctx *rc = ctx;
+	return metrics_read(rc->m, ref, rc->now, value, sample_ns);
+}
+
+static struct json_object *target_json(struct watcher *w)
+{
+	struct json_object *o = json_object_new_object();
+	json_object_object_add(o, "pid", json_object_new_int(session_target(w->session)->pid));
+	json_object_object_add(o, "process", json_object_new_string(session_name(w->session)));
+	return o;
+}
+
+static void finish(struct watcher *w, int code)
+{
+	w->exit_code = code;
+	loop_stop(w->loop);
+}
+
+/* Every rule has taken all its dumps for good (no window to slide). */
+static int all_rules_done(const struct watcher *w)
+{
+	for (size_t i = 0; i < w->n_slots; i++) {
+		const struct rule *r = w->slots[i].rule;
+		if (r->limits.max_dumps == 0 || r->limits.window_ns != 0 || w->slots[i].st.fires < r->limits.max_dumps)
+			return 0;
+	}
+	return 1;
+}
+
+static void on_dump_ready(struct loop *l, int fd, uint32_t events, void *ctx);
+
+static void fire(struct watcher *w, size_t i, int64_t now)
+{
+	struct rule_slot *slot = &w->slots[i];
+	const struct rule *r = slot->rule;
+	const struct dn_target *t = session_target(w->session);
+	struct json_object *rec = target_json(w), *conds = json_object_new_array(), *vals = json_object_new_object();
+	struct read_ctx rc = {session_metrics(w->session), now};
+	int64_t newest_sample = 0;
+	char desc[512] = "", err[512];
+	size_t off = 0;
+
+	for (uint32_t c = 0; c < r->n_conds; c++) {
+		double v;
+		int64_t sample = 0;
+		char vb[32];
+		json_object_array_add(conds, json_object_new_string(r->conds[c].text));
+		if (read_metric(&rc, &r->conds[c].metric, &v, &sample)) {
+			json_object_object_add(vals, r->conds[c].metric.name, json_object_new_double(v));
+			if (sample > newest_sample)
+				newest_sample = sample;
+			int n =
+			    snprintf(desc + off, sizeof(desc) - off, "%s%s=%s", off ? " " : "", r->conds[c].metric.name,
+			             units_format(v, r->conds[c].metric.unit, vb, sizeof(vb)));
+			if (n > 0 && (size_t)n < sizeof(desc) - off)
+				off += (size_t)n;
+		}
+	}
+	json_object_object_add(rec, "rule", json_object_new_string(r->name));
+	json_object_object_add(rec, "conditions", conds);
+	json_object_object_add(rec, "metrics", vals);
+	/* How long after the event that made the rule true it fired: the
+	 * transport's flush delay plus dumpwatch's own. */
+	if (newest_sample > 0 && newest_sample <= now)
+		json_object_object_add(rec, "detect_delay_ms",
+		                       json_object_new_double((double)(now - newest_sample) / 1e6));
+	/* dumpwatch's own share: from reading the bytes to this decision. */
+	if (w->in_event)
+		json_object_object_add(rec, "read_to_fire_ms",
+		                       json_object_new_double((double)(now - session_read_ns(w->session)) / 1e6));
+	json_object_object_add(rec, "fired_unix_us", json_object_new_int64(loop_wall_now() / 1000));
+	journal_write(w->journal, "fire", rec);
+	log_info("rule %s fired for pid %d (%s): %s", r->name, (int)t->pid, session_name(w->session), desc);
+
+	eval_record_fire(r, &slot->st, now);
+	struct dump_request req = {
+	    .pid = t->pid,
+	    .uid = t->uid,
+	    .gid = t->gid,
+	    .other_mount_ns = t->other_mount_ns,
+	    .socket_path = t->socket_path,
+	    .dir = w->o->dump_dir,
+	    .process_name = session_name(w->session),
+	    .rule_name = r->name,
+	    .type = r->dump_type,
+	    .via = w->o->via,
+	    .unix_ns = loop_wall_now(),
+	};
+	int rc2 = dump_start(&req, &w->job, err, sizeof(err));
+	if (rc2 < 0) {
+		struct json_object *f = target_json(w);
+		json_object_object_add(f, "rule", json_object_new_string(r->name));
+		json_object_object_add(f, "error", json_object_new_string(err));
+		journal_write(w->journal, "dump-failed", f);
+		log_error("dump of pid %d failed: %s", (int)t->pid, err);
+		w->job = NULL;
+		finish(w, DW_EXIT_DUMP);
+		return;
+	}
+	w->job_slot = i;
+	w->job_fire_ns = now;
+	loop_add(w->loop, dump_job_fd(w->job), EPOLLIN, on_dump_ready, w);
+	log_info("dumping pid %d to %s", (int)t->pid, dump_job_path(w->job));
+}
+
+static void evaluate(struct watcher *w, int64_t now)
+{
+	struct read_ctx rc = {session_metrics(w->session), now};
+
+	if (w->job || w->target_gone)
+		return; /* one dump at a time; the process is frozen meanwhile anyway */
+	for (size_t i = 0; i < w->n_slots; i++) {
+		struct rule_slot *slot = &w->slots[i];
+		int64_t next = 0;
+		enum eval_result res = eval_step(slot->rule, &slot->st, read_metric, &rc, now, &next);
+		slot->next_ns = (res == EVAL_PENDING || res == EVAL_COOLDOWN) ? next : 0;
+		if (res == EVAL_FIRE) {
+			fire(w, i, now);
+			return;
+		}
+	}
+}
+
+static void arm_timer(struct watcher *w);
+
+static void on_timer(struct loop *l, void *ctx)
+{
+	struct watcher *w = ctx;
+	(void)l;
+	evaluate(w, loop_now());
+	arm_timer(w);
+}
+
+static void arm_timer(struct watcher *w)
+{
+	int64_t now = loop_now();
+	int64_t deadline = now + WATCH_TICK_NS;
+
+	for (size_t i = 0; i < w->n_slots; i++)
+		if (w->slots[i].next_ns > 0 && w->slots[i].next_ns < deadline)
+			deadline = w->slots[i].next_ns > now ? w->slots[i].next_ns : now + 1;
+	loop_set_timer(w->loop, deadline, on_timer, w);
+}
+
+static void verbose_event(struct watcher *w, const struct ev_record *r, int64_t t_ns)
+{
+	double rel = (double)(t_ns - w->start_ns) / 1e9;
+	char b1[32], b2[32], b3[32], b4[32], b5[32];
+
+	switch (r->type) {
+	case EV_COUNTER:
+		printf("%8.3fs %s/%s = %g %s\n", rel, r->u.counter.provider, r->u.counter.name, r->u.counter.value,
+		       r->u.counter.display_units);
+		break;
+	case EV_GC_HEAP_STATS: {
+		const struct ev_gc_heap_stats *h = &r->u.heap_stats;
+		struct metrics_gc g;
+		int have = metrics_last_gc(session_metrics(w->session), &g);
+		printf("%8.3fs gc #%u gen%u: gen0=%s gen1=%s gen2=%s loh=%s poh=%s\n", rel, have ? g.index : 0,
+		       have ? g.generation : 0, units_format((double)h->size[0], UNIT_BYTES, b1, sizeof(b1)),
+		       units_format((double)h->size[1], UNIT_BYTES, b2, sizeof(b2)),
+		       units_format((double)h->size[2], UNIT_BYTES, b3, sizeof(b3)),
+		       units_format((double)h->size[3], UNIT_BYTES, b4, sizeof(b4)),
+		       units_format((double)h->size[4], UNIT_BYTES, b5, sizeof(b5)));
+		break;
+	}
+	case EV_GC_RESTART_EE_END: {
+		struct metric_ref ref = {.id = M_GC_PAUSE, .scale = 1};
+		double v;
+		int64_t s;
+		if (metrics_read(session_metrics(w->session), &ref, t_ns, &v, &s) && s == t_ns)
+			printf("%8.3fs gc pause %.3f ms\n", rel, v);
+		break;
+	}
+	case EV_GC_ALLOC_TICK:
+		if (t_ns - w->last_verbose_ns >= WATCH_VERBOSE_EVERY_NS) {
+			char line[512];
+			w->last_verbose_ns = t_ns;
+			metrics_describe(session_metrics(w->session), t_ns, line, sizeof(line));
+			printf("%8.3fs %s\n", rel, line);
+		}
+		break;
+	default:
+		break;
+	}
+	fflush(stdout);
+}
+
+static void on_event(void *ctx, struct session *s, const struct ev_record *r, int64_t t_ns)
+{
+	struct watcher *w = ctx;
+	(void)s;
+	if (w->o->verbose)
+		verbose_event(w, r, t_ns);
+	switch (r->type) {
+	case EV_COUNTER:
+	case EV_GC_ALLOC_TICK:
+	case EV_GC_HEAP_STATS:
+	case EV_GC_RESTART_EE_END:
+	case EV_GC_END:
+		w->in_event = 1;
+		evaluate(w, loop_now());
+		w->in_event = 0;
+		break;
+	default:
+		break;
+	}
+}
+
+static void target_ended(struct watcher *w, const char *why)
+{
+	if (w->target_gone)
+		return;
+	w->target_gone = 1;
+	struct json_object *rec = target_json(w);
+	json_object_object_add(rec, "reason", json_object_new_string(why));
+	journal_write(w->journal, "detach", rec);
+	if (!w->job) {
+		log_info("process %d (%s) %s; %u dump(s) taken", (int)session_target(w->session)->pid,
+		         session_name(w->session), why, w->dumps_done);
+		finish(w, DW_EXIT_OK);
+	}
+}
+
+static void on_stream(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+	struct watcher *w = ctx;
+	char err[512];
+	int r;
+	(void)events;
+
+	r = session_read(w->session, err, sizeof(err));
+	if (r == 0)
+		return;
+	loop_del(l, fd);
+	w->stream_ended = 1;
+	if (r == 1) {
+		/* The runtime ends the stream when the process exits. */
+		target_ended(w, "exited");
+		return;
+	}
+	if (!w->target_gone && kill(session_target(w->session)->pid, 0) < 0 && errno == ESRCH) {
+		target_ended(w, "exited");
+		return;
+	}
+	struct json_object *rec = target_json(w);
+	json_object_object_add(rec, "error", json_object_new_string(err));
+	journal_write(w->journal, "session-failed", rec);
+	log_error("%s", err);
+	if (!w->job)
+		finish(w, DW_EXIT_RUNTIME);
+}
+
+static void on_pidfd(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+	struct watcher *w = ctx;
+	(void)events;
+	loop_del(l, fd);
+	target_ended(w, "exited");
+}
+
+static void on_dump_ready(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+	struct watcher *w = ctx;
+	struct dump_result res;
+	char err[512];
+	const struct rule *r = w->slots[w->job_slot].rule;
+	(void)events;
+
+	loop_del(l, fd);
+	int rc = dump_job_finish(w->job, &res, err, sizeof(err));
+	if (rc == -EAGAIN) {
+		loop_add(l, dump_job_fd(w->job), EPOLLIN, on_dump_ready, w);
+		return;
+	}
+	dump_job_free(w->job);
+	w->job = NULL;
+	struct json_object *rec = target_json(w);
+	json_object_object_add(rec, "rule", json_object_new_string(r->name));
+	if (rc < 0) {
+		json_object_object_add(rec, "error", json_object_new_string(err));
+		journal_write(w->journal, "dump-failed", rec);
+		log_error("dump of pid %d failed: %s", (int)session_target(w->session)->pid, err);
+		finish(w, DW_EXIT_DUMP);
+		return;
+	}
+	w->dumps_done++;
+	json_object_object_add(rec, "path", json_object_new_string(res.path));
+	json_object_object_add(rec, "bytes", json_object_new_int64((int64_t)res.bytes));
+	json_object_object_add(rec, "duration_ms", json_object_new_double(res.duration_ms));
+	json_object_object_add(rec, "via", json_object_new_string(res.via));
+	json_object_object_add(rec, "type", json_object_new_string(rule_dump_type_name(r->dump_type)));
+	journal_write(w->journal, "dump", rec);
+	log_info("dump written: %s (%.1f MB in %.1f s, via %s)", res.path, (double)res.bytes / 1e6,
+	         res.duration_ms / 1e3, res.via);
+	if (w->target_gone) {
+		log_info("process %d (%s) exited; %u dump(s) taken", (int)session_target(w->session)->pid,
+		         session_name(w->session), w->dumps_done);
+		finish(w, DW_EXIT_OK);
+	} else if (all_rules_done(w)) {
+		finish(w, DW_EXIT_OK);
+	} else {
+		evaluate(w, loop_now());
+	}
+}
+
+static void on_signal(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+	struct watcher *w = ctx;
+	struct signalfd_siginfo si;
+	(void)l;
+	(void)events;
+
+	if (read(fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (si.ssi_signo == SIGHUP)
+		return;
+	log_info("stopping on signal %u", si.ssi_signo);
+	finish(w, DW_EXIT_SIGNAL);
+}
+
+static int subscription_for(const struct watch_options *o, struct session_subscription *sub)
+{
+	memset(sub, 0, sizeof(*sub));
+	sub->counter_interval_sec = o->counter_interval_sec ? o->counter_interval_sec : 1;
+	for (size_t i = 0; i < o->n_rules; i++) {
+		sub->needs |= rule_needs(&o->rules[i]);
+		for (uint32_t c = 0; c < o->rules[i].n_conds; c++) {
+			const struct metric_ref *m = &o->rules[i].conds[c].metric;
+			int seen = 0;
+			if (m->id != M_COUNTER)
+				continue;
+			for (size_t k = 0; k < sub->n_counter_providers; k++)
+				seen |= strcmp(sub->counter_providers[k], m->provider) == 0;
+			if (!seen && sub->n_counter_providers < SESSION_MAX_COUNTER_PROVIDERS)
+				sub->counter_providers[sub->n_counter_providers++] = m->provider;
+		}
+	}
+	if (sub->n_counter_providers > 0)
+		sub->needs |= NEED_COUNTERS;
+	return 0;
+}
+
+int watch_run(const struct watch_options *o)
+{
+	struct watcher w;
+	struct dn_target target;
+	struct session_subscription sub;
+	char err[512];
+	sigset_t mask;
+	int r;
+
+	memset(&w, 0, sizeof(w));
+	w.o = o;
+	w.sigfd = w.pidfd = -1;
+	w.exit_code = DW_EXIT_OK;
+
+	r = discovery_find(o->pid, &target, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return DW_EXIT_TARGET;
+	}
+	r = journal_open(o->journal_path, &w.journal, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return DW_EXIT_USAGE;
+	}
+	w.slots = calloc(o->n_rules, sizeof(*w.slots));
+	w.loop = loop_new();
+	w.session = session_new(&target, on_event, &w);
+	if (!w.slots || !w.loop || !w.session) {
+		log_error("out of memory");
+		r = DW_EXIT_RUNTIME;
+		goto out;
+	}
+	w.n_slots = o->n_rules;
+	for (size_t i = 0; i < o->n_rules; i++) {
+		w.slots[i].rule = &o->rules[i];
+		eval_init(&w.slots[i].st);
+	}
+	subscription_for(o, &sub);
+	r = session_start(w.session, &sub, err, sizeof(err));
+	if (r < 0) {
+		struct json_object *rec = target_json(&w);
+		json_object_object_add(rec, "error", json_object_new_string(err));
+		journal_write(w.journal, "attach-failed", rec);
+		log_error("%s", err);
+		r = DW_EXIT_TARGET;
+		goto out;
+	}
+	{
+		const struct ipc_process_info *pi = session_info(w.session);
+		struct json_object *rec = target_json(&w), *rules = json_object_new_array();
+		json_object_object_add(rec, "runtime_version", json_object_new_string(pi->runtime_version));
+		json_object_object_add(rec, "command_line", json_object_new_string(pi->command_line));
+		for (size_t i = 0; i < o->n_rules; i++)
+			for (uint32_t c = 0; c < o->rules[i].n_conds; c++)
+				json_object_array_add(rules, json_object_new_string(o->rules[i].conds[c].text));
+		json_object_object_add(rec, "conditions", rules);
+		json_object_object_add(rec, "dump_dir", json_object_new_string(o->dump_dir));
+		journal_write(w.journal, "attach", rec);
+		log_info("watching pid %d (%s, .NET %s); dumps go to %s", (int)target.pid, session_name(w.session),
+		         pi->runtime_version[0] ? pi->runtime_version : "?", o->dump_dir);
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	w.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	w.pidfd = (int)syscall(SYS_pidfd_open, target.pid, 0);
+	loop_add(w.loop, w.sigfd, EPOLLIN, on_signal, &w);
+	if (w.pidfd >= 0)
+		loop_add(w.loop, w.pidfd, EPOLLIN, on_pidfd, &w);
+	loop_add(w.loop, session_fd(w.session), EPOLLIN, on_stream, &w);
+	w.start_ns = loop_now();
+	arm_timer(&w);
+
+	r = loop_run(w.loop);
+	if (r < 0) {
+		log_error("event loop failed: %s", strerror(-r));
+		w.exit_code = DW_EXIT_RUNTIME;
+	}
+	if (w.job) {
+		struct json_object *rec = target_json(&w);
+		json_object_object_add(rec, "rule", json_object_new_string(w.slots[w.job_slot].rule->name));
+		json_object_object_add(rec, "error",
+		                       json_object_new_string("stopped before the dump completed; the "
+		                                              "partial file was removed"));
+		journal_write(w.journal, "dump-failed", rec);
+		dump_job_abort(w.job);
+		w.job = NULL;
+	}
+	if (!w.stream_ended && !w.target_gone)
+		session_stop(w.session, 2000);
+	{
+		struct json_object *rec = target_json(&w);
+		json_object_object_add(rec, "exit_code", json_object_new_int(w.exit_code));
+		json_object_object_add(rec, "dumps", json_object_new_int((int)w.dumps_done));
+		journal_write(w.journal, "stop", rec);
+	}
+	r = w.exit_code;
+out:
+	session_free(w.session);
+	if (w.pidfd >= 0)
+		close(w.pidfd);
+	if (w.sigfd >= 0)
+		close(w.sigfd);
+	loop_free(w.loop);
+	free(w.slots);
+	journal_close(w.journal);
+	return r;
+}

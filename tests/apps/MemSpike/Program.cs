@@ -1,0 +1,83 @@
+// MemSpike: a .NET program that grows and releases its managed heap on command,
+// for dumpwatch's integration tests, benchmarks and demo.
+//
+// Commands, one per line on standard input (or ';'-separated in --script):
+//   loh N          allocate N MB (10^6 bytes) as 1 MB arrays on the large object heap, keep them
+//   soh N          allocate N MB as 1000-byte arrays (small object heap), keep them
+//   poh N          allocate N MB as 1 MB pinned arrays (pinned object heap), keep them
+//   spike N MS     loh N, hold for MS milliseconds, then release
+//   release        drop everything held and run a blocking full GC
+//   gc [GEN]       GC.Collect(GEN) (default 2)
+//   mark MB        print "crossed ..." when the held LOH bytes first reach MB during a later loh/spike
+//   sleep MS       wait
+//   exit [CODE]    leave
+// Every command answers "done <command> t_us=<unix time in microseconds>".
+// "demo [MB] [PERIOD_MS]" as the first argument loops: idle, spike MB for 1 s, forever.
+using System.Diagnostics;
+
+static long NowUs() => (DateTime.UtcNow.Ticks - DateTime.UnixEpoch.Ticks) / 10;
+
+var held = new List<object>();
+long heldLoh = 0, markBytes = -1;
+const int MB = 1_000_000;
+
+void Loh(int n)
+{
+    for (int i = 0; i < n; i++) {
+        held.Add(new byte[MB]);
+        heldLoh += MB;
+        if (markBytes >= 0 && heldLoh >= markBytes) {
+            Console.WriteLine($"crossed bytes={heldLoh} t_us={NowUs()}");
+            markBytes = -1;
+        }
+    }
+}
+
+void Release()
+{
+    held.Clear();
+    heldLoh = 0;
+    GC.Collect(2, GCCollectionMode.Forced, blocking: true, compacting: true);
+}
+
+bool Run(string line)
+{
+    var p = line.Split(' ', StringSplitOptions.RemoveEmptyEntries);
+    if (p.Length == 0) return true;
+    int Arg(int i, int dflt) => p.Length > i ? int.Parse(p[i]) : dflt;
+    switch (p[0]) {
+    case "loh": Loh(Arg(1, 1)); break;
+    case "soh":
+        for (long i = 0, n = Arg(1, 1) * 1000L; i < n; i++) held.Add(new byte[1000 - 24]);
+        break;
+    case "poh":
+        for (int i = 0, n = Arg(1, 1); i < n; i++) held.Add(GC.AllocateArray<byte>(MB, pinned: true));
+        break;
+    case "spike": Loh(Arg(1, 1)); Thread.Sleep(Arg(2, 300)); Release(); break;
+    case "release": Release(); break;
+    case "gc": GC.Collect(Arg(1, 2)); break;
+    case "mark": markBytes = (long)Arg(1, 0) * MB; break;
+    case "sleep": Thread.Sleep(Arg(1, 0)); break;
+    case "exit": Console.WriteLine($"done {line} t_us={NowUs()}"); Environment.Exit(Arg(1, 0)); break;
+    default: Console.WriteLine($"error unknown command: {line}"); return true;
+    }
+    Console.WriteLine($"done {line} t_us={NowUs()}");
+    return true;
+}
+
+Console.WriteLine($"ready pid={Environment.ProcessId} runtime={Environment.Version}");
+if (args.Length > 0 && args[0] == "demo") {
+    int mb = args.Length > 1 ? int.Parse(args[1]) : 600;
+    int period = args.Length > 2 ? int.Parse(args[2]) : 4000;
+    var sw = Stopwatch.StartNew();
+    while (true) {
+        Thread.Sleep(period);
+        Console.WriteLine($"spiking to {mb} MB of large objects for 1 s");
+        Run($"spike {mb} 1000");
+    }
+}
+if (args.Length > 1 && args[0] == "--script") {
+    foreach (var cmd in args[1].Split(';')) Run(cmd.Trim());
+    return;
+}
+while (Console.ReadLine() is string l) Run(l.Trim());

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Detection latency: from the moment MemSpike's large-object allocations cross
+# 200 MB (it prints the wall time right after the crossing allocation) to
+# dumpwatch's decision to dump (journal "fired_unix_us"), over RUNS runs.
+# Also prints dumpwatch's own share (read of the bytes -> decision) and the
+# event-to-decision delay it measured itself. Not a test: figures only.
+#   usage: tests/bench/latency.sh [BUILD_DIR] [RUNS]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$here/build}
+runs=${2:-10}
+dw="$build/dumpwatch"
+app="$build/apps/MemSpike/MemSpike"
+t=$(mktemp -d /tmp/dw-lat.XXXXXX)
+chmod 755 "$t"
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$t"' EXIT
+
+for i in $(seq "$runs"); do
+	rm -f "$t/cmd" "$t/app.out" "$t/j.jsonl" "$t"/*.core
+	mkfifo "$t/cmd"
+	exec 3<>"$t/cmd"
+	"$app" <"$t/cmd" >"$t/app.out" 2>&1 &
+	ap=$!
+	pids+=("$ap")
+	until grep -q ready "$t/app.out"; do sleep 0.05; done
+	until ls /tmp/dotnet-diagnostic-$ap-*-socket >/dev/null 2>&1; do sleep 0.05; done
+	"$dw" --pid "$ap" --when 'loh-size > 200MB' --dump-type triage --dump-dir "$t" --journal "$t/j.jsonl" \
+		>"$t/dw.out" 2>&1 &
+	dp=$!
+	pids+=("$dp")
+	until grep -q 'watching pid' "$t/dw.out"; do sleep 0.05; done
+	sleep 0.5
+	# Random phase against the runtime's 100 ms flush cycle.
+	sleep "0.$((RANDOM % 100))"
+	echo "mark 200" >&3
+	echo "loh 300" >&3
+	wait "$dp" || true
+	crossed=$(sed -n 's/^crossed .*t_us=\([0-9]*\).*/\1/p' "$t/app.out")
+	fired=$(grep '"event":"fire"' "$t/j.jsonl" | sed -n 's/.*"fired_unix_us":\([0-9]*\).*/\1/p')
+	own=$(grep '"event":"fire"' "$t/j.jsonl" | sed -n 's/.*"read_to_fire_ms":\([0-9.e+-]*\).*/\1/p')
+	delay=$(grep '"event":"fire"' "$t/j.jsonl" | sed -n 's/.*"detect_delay_ms":\([0-9.e+-]*\).*/\1/p')
+	echo "$(( (fired - crossed) )) ${own:-nan} ${delay:-nan}" >>"$t/results"
+	echo "exit" >&3
+	wait "$ap" 2>/dev/null || true
+	exec 3>&-
+done
+echo "detection latency over $runs runs (ms): crossing -> decision | read -> decision (dumpwatch's own) | event -> decision"
+sort -n "$t/results" | awk '{ a[NR]=$1/1000; b[NR]=$2; c[NR]=$3 }
+END {
+	n=NR; asort(a); asort(b); asort(c)
+	med = (n % 2) ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+	bm = (n % 2) ? b[(n+1)/2] : (b[n/2] + b[n/2+1]) / 2
+	cm = (n % 2) ? c[(n+1)/2] : (c[n/2] + c[n/2+1]) / 2
+	printf "crossing->decision: median %.1f ms, max %.1f ms, min %.1f ms\n", med, a[n], a[1]
+	printf "read->decision:     median %.3f ms, max %.3f ms\n", bm, b[n]
+	printf "event->decision:    median %.1f ms, max %.1f ms\n", cm, c[n]
+}'

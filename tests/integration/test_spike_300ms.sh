@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# (c) A 300 ms LOH spike above the threshold is caught: the large-object
+# allocation ticks raise the LOH estimate between GCs, long before a counter
+# interval would.
+source "$(dirname "$0")/lib.sh"
+start_app
+start_dw --pid "$APP_PID" --when 'loh-size > 200MB' --dump-dir "$DUMPS" --dump-type triage --journal "$JOURNAL"
+wait_attached
+app_cmd "sleep 500"
+app_cmd "spike 300 300"
+wait_dw 60
+[ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC"
+[ "$(journal_count fire)" -eq 1 ] || fail "the spike was not caught"
+[ "$(count_dumps)" -eq 1 ] || fail "expected one dump"
+loh=$(grep '"event":"fire"' "$JOURNAL" | sed -n 's/.*"loh-size":\([0-9.e+]*\).*/\1/p')
+awk -v v="$loh" 'BEGIN { exit !(v > 200000000) }' || fail "fire record shows loh-size $loh"
+echo "PASS: 300 ms spike caught at loh-size=$loh"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# (a) The threshold is crossed: exactly one dump, a valid ELF core of that pid,
+# journaled with its path and size; dumpwatch exits 0.
+source "$(dirname "$0")/lib.sh"
+start_app
+start_dw --pid "$APP_PID" --when 'loh-size > 200MB' --dump-dir "$DUMPS" --journal "$JOURNAL"
+wait_attached
+app_cmd "loh 300"
+wait_dw 90
+[ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC, expected 0"
+[ "$(count_dumps)" -eq 1 ] || fail "expected exactly one dump, found $(count_dumps)"
+[ "$(count_partials)" -eq 0 ] || fail "a partial file was left behind"
+core=$(find "$DUMPS" -name '*.core')
+"$DW_CORECHECK" "$core" "$APP_PID" || fail "not a core of pid $APP_PID"
+case "$(basename "$core")" in
+MemSpike-"$APP_PID"-loh-size-gt-200MB-*.core) ;;
+*) fail "unexpected dump name $(basename "$core")" ;;
+esac
+[ "$(stat -c %a "$core")" = 600 ] || fail "dump mode is $(stat -c %a "$core"), expected 600"
+[ "$(journal_count fire)" -eq 1 ] || fail "expected one fire record"
+[ "$(journal_count dump)" -eq 1 ] || fail "expected one dump record"
+grep '"event":"dump"' "$JOURNAL" | grep -q "\"path\":\"$core\"" || fail "dump record lacks the path"
+grep '"event":"fire"' "$JOURNAL" | grep -q '"loh-size":' || fail "fire record lacks the metric value"
+echo "PASS: threshold crossed -> one dump $(basename "$core") ($(stat -c %s "$core") bytes)"

@@ -1,0 +1,467 @@
+/* Unit tests of process discovery: socket-name matching, /proc text parsing,
+ * the socket directory scan (real AF_UNIX sockets in a temporary directory),
+ * process naming, JSON and terminal escaping, and discovery_find on a child
+ * process (`sleep`) given a fake diagnostics socket. No .NET needed. */
+#include "dumpwatch/discovery.h"
+
+#include "../../src/discovery_internal.h"
+#include "check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char tmpdir[64];
+
+static void test_socket_names(void)
+{
+	unsigned long long key = 0;
+
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-345-socket", 12, &key) == 1 && key == 345);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-345-socket", 12, NULL) == 1);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-123-345-socket", 12, &key) == 0); /* pid 12 is not 123 */
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-345-socket", 123, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-345-socket", 1, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-012-345-socket", 12, &key) == 1); /* numerically 12 */
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-345-sock", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-345-socket.bak", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-345-socketx", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-345", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-abc-socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-34a-socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-+34-socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12--socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12x345-socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12_345-socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-3-4-socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic--12-345-socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostics-12-345-socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("xdotnet-diagnostic-12-345-socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-12-99999999999999999999999-socket", 12, &key) == 0);
+	CHECK(dn_socket_name_match("dotnet-diagnostic-0-1-socket", 0, &key) == 0);
+	CHECK(dn_socket_name_match(NULL, 12, &key) == 0);
+}
+
+static void test_stat(void)
+{
+	/* 20 fields after ")": state (3) .. starttime (22). */
+	static const char tail[] =
+	    " S 1 5146 2597 0 -1 4194304 2881 35764 28 6 15 4 55 173 20 0 8 0 89134 53862 28977\n";
+	char buf[512], comm[64];
+	unsigned long long st = 0;
+
+	snprintf(buf, sizeof(buf), "5152 (MemSpike)%s", tail);
+	CHECK(dn_parse_stat(buf, strlen(buf), comm, sizeof(comm), &st) == 0);
+	CHECK(st == 89134);
+	CHECK_STR(comm, "MemSpike");
+
+	/* A comm that imitates the end of the comm field. */
+	snprintf(buf, sizeof(buf), "77 (a) (b c) S 1 2)%s", tail);
+	CHECK(dn_parse_stat(buf, strlen(buf), comm, sizeof(comm), &st) == 0);
+	CHECK(st == 89134);
+	CHECK_STR(comm, "a) (b c) S 1 2");
+
+	snprintf(buf, sizeof(buf), "77 ( x ) ) %s", tail + 1);
+	CHECK(dn_parse_stat(buf, strlen(buf), comm, sizeof(comm), &st) == 0 && st == 89134);
+	CHECK_STR(comm, " x ) ");
+
+	/* comm cut to the buffer. */
+	snprintf(buf, sizeof(buf), "5152 (MemSpike)%s", tail);
+	CHECK(dn_parse_stat(buf, strlen(buf), comm, 4, &st) == 0);
+	CHECK_STR(comm, "Mem");
+
+	/* Too few fields, no parentheses, a non-number. */
+	snprintf(buf, sizeof(buf), "5152 (MemSpike) S 1 5146 2597 0 -1 4194304 2881 35764 28 6 15 4 55 173 20 0 8 0");
+	CHECK(dn_parse_stat(buf, strlen(buf), comm, sizeof(comm), &st) == -EINVAL);
+	snprintf(buf, sizeof(buf), "5152 MemSpike%s", tail);
+	CHECK(dn_parse_stat(buf, strlen(buf), comm, sizeof(comm), &st) == -EINVAL);
+	snprintf(buf, sizeof(buf), "5152 )MemSpike(%s", tail);
+	CHECK(dn_parse_stat(buf, strlen(buf), comm, sizeof(comm), &st) == -EINVAL);
+	snprintf(buf, sizeof(buf), "5152 (M) S 1 5146 2597 0 -1 4194304 2881 35764 28 6 15 4 55 173 20 0 8 0 x9 1\n");
+	CHECK(dn_parse_stat(buf, strlen(buf), comm, sizeof(comm), &st) == -EINVAL);
+	/* The length is honoured: the same text cut before starttime. */
+	snprintf(buf, sizeof(buf), "5152 (MemSpike)%s", tail);
+	CHECK(dn_parse_stat(buf, strlen(buf) - 20, comm, sizeof(comm), &st) == -EINVAL);
+}
+
+static void test_status(void)
+{
+	static const char host[] = "Name:\tMemSpike\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t6578\nNgid:\t0\n"
+	                           "Pid:\t6578\nPPid:\t6573\nTracerPid:\t0\nUid:\t1000\t1001\t1002\t1003\n"
+	                           "Gid:\t100\t101\t102\t103\nFDSize:\t256\nGroups:\t\nNStgid:\t6578\t6\n"
+	                           "NSpid:\t6578\t6\nNSpgid:\t6573\t1\n";
+	static const char nested[] = "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nNSpid:\t100\t50\t3\n";
+	static const char old[] = "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n";
+	static const char nouid[] = "Gid:\t0\t0\t0\t0\nNSpid:\t5\n";
+	static const char bad[] = "Uid:\tx\nGid:\t0\n";
+	uid_t uid = 0;
+	gid_t gid = 0;
+	pid_t ns = 0;
+
+	CHECK(dn_parse_status(host, strlen(host), 6578, &uid, &gid, &ns) == 0);
+	CHECK(uid == 1000 && gid == 100 && ns == 6);
+	CHECK(dn_parse_status(nested, strlen(nested), 100, &uid, &gid, &ns) == 0 && ns == 3 && uid == 0);
+	CHECK(dn_parse_status(old, strlen(old), 42, &uid, &gid, &ns) == 0 && ns == 42);
+	CHECK(dn_parse_status(nouid, strlen(nouid), 5, &uid, &gid, &ns) == -EINVAL);
+	CHECK(dn_parse_status(bad, strlen(bad), 5, &uid, &gid, &ns) == -EINVAL);
+	/* "NStgid:" must not be taken for "NSpid:", nor "Tgid:" for "Gid:". */
+	{
+		static const char tricky[] =
+		    "Tgid:\t9\nUid:\t1\t1\t1\t1\nGid:\t2\t2\t2\t2\nNStgid:\t9\t8\nNSpid:\t9\t7\n";
+
+		CHECK(dn_parse_status(tricky, strlen(tricky), 9, &uid, &gid, &ns) == 0 && gid == 2 && ns == 7);
+	}
+}
+
+static void test_environ(void)
+{
+	static const char env[] = "A=1\0TMPDIRX=no\0XTMPDIR=no\0TMPDIR=/var/tmp/x\0B=2";
+	static const char last[] = "A=1\0TMPDIR=/last"; /* no final NUL */
+	static const char empty[] = "TMPDIR=\0";
+	char out[32];
+
+	CHECK(dn_environ_get(env, sizeof(env) - 1, "TMPDIR", out, sizeof(out)) == 0);
+	CHECK_STR(out, "/var/tmp/x");
+	CHECK(dn_environ_get(last, sizeof(last) - 1, "TMPDIR", out, sizeof(out)) == 0);
+	CHECK_STR(out, "/last");
+	CHECK(dn_environ_get(empty, sizeof(empty) - 1, "TMPDIR", out, sizeof(out)) == 0);
+	CHECK_STR(out, "");
+	CHECK(dn_environ_get(env, sizeof(env) - 1, "HOME", out, sizeof(out)) == -ENOENT);
+	CHECK(dn_environ_get(env, sizeof(env) - 1, "TMPDIR", out, 5) == -ENAMETOOLONG);
+	CHECK(dn_environ_get("", 0, "TMPDIR", out, sizeof(out)) == -ENOENT);
+}
+
+/* Creates a real unix socket file at dir/name with the given mtime. */
+static void make_socket(const char *dir, const char *name, time_t mtime)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timespec ts[2] = {{mtime, 0}, {mtime, 0}};
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	CHECK(snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name) < (int)sizeof(sa.sun_path));
+	CHECK(bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	close(s);
+	CHECK(utimensat(AT_FDCWD, sa.sun_path, ts, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+static void make_file(const char *dir, const char *name, time_t mtime)
+{
+	char p[256];
+	struct timespec ts[2] = {{mtime, 0}, {mtime, 0}};
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(utimensat(AT_FDCWD, p, ts, 0) == 0);
+}
+
+static void remove_all(const char *dir)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
+}
+
+static void test_dir_scan(void)
+{
+	char dir[128], out[128], p[256];
+	time_t t0 = 1700000000;
+
+	snprintf(dir, sizeof(dir), "%s/scan", tmpdir);
+	CHECK(mkdir(dir, 0700) == 0);
+	CHECK(dn_find_socket_in_dir(dir, 12, 0, out, sizeof(out)) == -ENOENT);
+
+	make_socket(dir, "dotnet-diagnostic-12-100-socket", t0);
+	make_socket(dir, "dotnet-diagnostic-12-200-socket", t0 + 10);
+	make_socket(dir, "dotnet-diagnostic-123-999-socket", t0 + 100); /* another pid */
+	make_file(dir, "dotnet-diagnostic-12-300-socket", t0 + 100);    /* not a socket */
+	snprintf(p, sizeof(p), "%s/dotnet-diagnostic-12-100-socket", dir);
+	{
+		char l[256];
+		struct timespec ts[2] = {{t0 + 100, 0}, {t0 + 100, 0}};
+
+		snprintf(l, sizeof(l), "%s/dotnet-diagnostic-12-400-socket", dir);
+		CHECK(symlink(p, l) == 0); /* a symlink to a socket is not followed */
+		CHECK(utimensat(AT_FDCWD, l, ts, AT_SYMLINK_NOFOLLOW) == 0);
+	}
+	make_socket(dir, "dotnet-diagnostic-12-500-socket.old", t0 + 100);
+
+	/* Newest real socket of pid 12. */
+	CHECK(dn_find_socket_in_dir(dir, 12, 0, out, sizeof(out)) == 0);
+	CHECK_STR(out, "dotnet-diagnostic-12-200-socket");
+	/* The socket whose key is the process's start time wins even when older. */
+	CHECK(dn_find_socket_in_dir(dir, 12, 100, out, sizeof(out)) == 0);
+	CHECK_STR(out, "dotnet-diagnostic-12-100-socket");
+	/* A start time matching nothing: newest again. */
+	CHECK(dn_find_socket_in_dir(dir, 12, 777, out, sizeof(out)) == 0);
+	CHECK_STR(out, "dotnet-diagnostic-12-200-socket");
+	CHECK(dn_find_socket_in_dir(dir, 123, 0, out, sizeof(out)) == 0);
+	CHECK_STR(out, "dotnet-diagnostic-123-999-socket");
+	CHECK(dn_find_socket_in_dir(dir, 1, 0, out, sizeof(out)) == -ENOENT);
+	CHECK(dn_find_socket_in_dir(dir, 12, 0, out, 10) == -ENAMETOOLONG);
+
+	/* Same mtime: the later start (larger key) wins. */
+	make_socket(dir, "dotnet-diagnostic-7-5-socket", t0);
+	make_socket(dir, "dotnet-diagnostic-7-6-socket", t0);
+	make_socket(dir, "dotnet-diagnostic-7-4-socket", t0);
+	CHECK(dn_find_socket_in_dir(dir, 7, 0, out, sizeof(out)) == 0);
+	CHECK_STR(out, "dotnet-diagnostic-7-6-socket");
+
+	snprintf(p, sizeof(p), "%s/missing", tmpdir);
+	CHECK(dn_find_socket_in_dir(p, 12, 0, out, sizeof(out)) == -ENOENT);
+	make_file(tmpdir, "plainfile", t0);
+	snprintf(p, sizeof(p), "%s/plainfile", tmpdir);
+	CHECK(dn_find_socket_in_dir(p, 12, 0, out, sizeof(out)) == -ENOTDIR);
+	unlink(p);
+	remove_all(dir);
+}
+
+static void test_names(void)
+{
+	static const char dotnet_cmd[] = "dotnet\0exec\0--runtimeconfig\0x.json\0/srv/web/Web.App.dll\0other.dll";
+	static const char no_dll[] = "dotnet\0--info";
+	char out[64];
+
+	dn_process_name("MemSpike", "MemSpike", NULL, 0, "MemSpike", out, sizeof(out));
+	CHECK_STR(out, "MemSpike");
+	dn_process_name("/app/Foo.dll", "dotnet", dotnet_cmd, sizeof(dotnet_cmd) - 1, "dotnet", out, sizeof(out));
+	CHECK_STR(out, "Foo");
+	dn_process_name("Bar.EXE", "x", NULL, 0, "x", out, sizeof(out));
+	CHECK_STR(out, "Bar");
+	dn_process_name("", "dotnet", dotnet_cmd, sizeof(dotnet_cmd) - 1, "dotnet", out, sizeof(out));
+	CHECK_STR(out, "Web.App");
+	dn_process_name(NULL, "dotnet", dotnet_cmd, sizeof(dotnet_cmd), "dotnet", out, sizeof(out));
+	CHECK_STR(out, "Web.App");
+	dn_process_name(NULL, "dotnet", no_dll, sizeof(no_dll), "dotnet", out, sizeof(out));
+	CHECK_STR(out, "dotnet");
+	/* argv[0] itself is not taken for the app even when it ends in .dll. */
+	{
+		static const char odd[] = "/x/dotnet.dll\0app.dll";
+
+		dn_process_name(NULL, "dotnet", odd, sizeof(odd), "dotnet", out, sizeof(out));
+		CHECK_STR(out, "app");
+	}
+	dn_process_name(NULL, "myservice", NULL, 0, "myserv", out, sizeof(out));
+	CHECK_STR(out, "myservice");
+	dn_process_name(NULL, "", NULL, 0, "worker", out, sizeof(out));
+	CHECK_STR(out, "worker");
+	dn_process_name(NULL, NULL, NULL, 0, NULL, out, sizeof(out));
+	CHECK_STR(out, "?");
+	dn_process_name(".dll", "x", NULL, 0, "x", out, sizeof(out));
+	CHECK_STR(out, ".dll");
+	dn_process_name("AVeryLongAssemblyName", "x", NULL, 0, "x", out, 6);
+	CHECK_STR(out, "AVery");
+}
+
+static char *json(const char *s)
+{
+	static char buf[512];
+	char *m = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&m, &n);
+
+	dn_json_string(f, s);
+	fclose(f);
+	snprintf(buf, sizeof(buf), "%s", m);
+	free(m);
+	return buf;
+}
+
+static void test_json(void)
+{
+	CHECK_STR(json("plain"), "\"plain\"");
+	CHECK_STR(json(""), "\"\"");
+	CHECK_STR(json(NULL), "null");
+	CHECK_STR(json("a\"b\\c"), "\"a\\\"b\\\\c\"");
+	CHECK_STR(json("l1\nl2\r\t\b\f"), "\"l1\\nl2\\r\\t\\b\\f\"");
+	CHECK_STR(json("\x01\x1f\x7f"), "\"\\u0001\\u001f\\u007f\"");
+	CHECK_STR(json("caf\xC3\xA9 \xF0\x9D\x84\x9E"), "\"caf\xC3\xA9 \xF0\x9D\x84\x9E\"");
+	CHECK_STR(json("bad\xFFx"), "\"bad\\ufffdx\"");
+	CHECK_STR(json("\xC0\xAF"), "\"\\ufffd\\ufffd\"");            /* overlong '/' */
+	CHECK_STR(json("\xE2\x82"), "\"\\ufffd\\ufffd\"");            /* truncated */
+	CHECK_STR(json("\xED\xA0\x80"), "\"\\ufffd\\ufffd\\ufffd\""); /* surrogate */
+}
+
+static void test_truncate_sanitize(void)
+{
+	char s[64];
+
+	strcpy(s, "hello world");
+	dn_truncate(s, 8);
+	CHECK_STR(s, "hello...");
+	strcpy(s, "hello");
+	dn_truncate(s, 5);
+	CHECK_STR(s, "hello");
+	strcpy(s, "hello");
+	dn_truncate(s, 4);
+	CHECK_STR(s, "h...");
+	strcpy(s, "hello");
+	dn_truncate(s, 3);
+	CHECK_STR(s, "hel");
+	strcpy(s, "\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9\xC3\xA9"); /* 5 characters, 10 bytes */
+	dn_truncate(s, 5);
+	CHECK(strlen(s) == 10);
+	dn_truncate(s, 4);
+	CHECK_STR(s, "\xC3\xA9...");
+
+	strcpy(s, "a\x1b[31mred\x07");
+	dn_sanitize(s);
+	CHECK_STR(s, "a?[31mred?");
+	strcpy(s, "x\xC2\x9B"
+	          "1m\xFFy\xC3\xA9");
+	dn_sanitize(s);
+	CHECK_STR(s, "x??1m?y\xC3\xA9");
+}
+
+/* discovery_find / discovery_list on a real child process, with a fake
+ * socket in the TMPDIR it was started with. */
+static void test_find_child(void)
+{
+	char dir[128], name[128], stat_path[64], buf[1024], err[512];
+	unsigned long long start = 0;
+	struct dn_target t, *all = NULL;
+	size_t n = 0;
+	ssize_t len;
+	int fd, found = 0;
+	pid_t child;
+
+	snprintf(dir, sizeof(dir), "%s/tmp", tmpdir);
+	CHECK(mkdir(dir, 0700) == 0);
+	child = fork();
+	if (child == 0) {
+		char env[200];
+		char *envp[] = {env, NULL};
+
+		snprintf(env, sizeof(env), "TMPDIR=%s/", dir); /* a trailing slash is fine */
+		execle("/bin/sleep", "sleep", "30", (char *)NULL, envp);
+		_exit(127);
+	}
+	/* Wait for the exec to show in /proc/{pid}/environ. */
+	for (int i = 0; i < 200; i++) {
+		char p[64], e[512];
+		int efd;
+
+		snprintf(p, sizeof(p), "/proc/%d/environ", (int)child);
+		efd = open(p, O_RDONLY);
+		len = efd >= 0 ? read(efd, e, sizeof(e) - 1) : -1;
+		if (efd >= 0)
+			close(efd);
+		if (len > 7 && memcmp(e, "TMPDIR=", 7) == 0)
+			break;
+		usleep(5000);
+	}
+
+	/* No socket yet: -ENOENT naming the directory as the process sees it. */
+	CHECK(discovery_find(child, &t, err, sizeof(err)) == -ENOENT);
+	CHECK_MSG(strstr(err, "(sleep) has no .NET diagnostics socket in ") != NULL, "%s", err);
+	CHECK(strstr(err, dir) != NULL);
+	CHECK(strstr(err, "DOTNET_EnableDiagnostics=0") != NULL);
+
+	snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", (int)child);
+	fd = open(stat_path, O_RDONLY);
+	len = read(fd, buf, sizeof(buf));
+	close(fd);
+	CHECK(len > 0 && dn_parse_stat(buf, (size_t)len, NULL, 0, &start) == 0);
+
+	/* The live socket (key = start time) and a newer stale one. */
+	snprintf(name, sizeof(name), "dotnet-diagnostic-%d-%llu-socket", (int)child, start);
+	make_socket(dir, name, time(NULL) - 60);
+	{
+		char stale[128];
+
+		snprintf(stale, sizeof(stale), "dotnet-diagnostic-%d-%llu-socket", (int)child, start + 1);
+		make_socket(dir, stale, time(NULL));
+	}
+	CHECK(discovery_find(child, &t, err, sizeof(err)) == 0);
+	CHECK(t.pid == child && t.nspid == child && t.uid == getuid() && t.gid == getgid());
+	CHECK(t.other_mount_ns == 0);
+	CHECK_STR(t.comm, "sleep");
+	CHECK_STR(t.exe_name, "sleep");
+	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
+	CHECK_STR(t.socket_path, buf);
+
+	discovery_process_name(&t, NULL, name, sizeof(name));
+	CHECK_STR(name, "sleep");
+	discovery_process_name(&t, "Worker.dll", name, sizeof(name));
+	CHECK_STR(name, "Worker");
+	CHECK(discovery_cmdline(child, buf, sizeof(buf)) == 0);
+	CHECK_STR(buf, "sleep 30");
+	CHECK(discovery_cmdline(child, buf, 8) == 0);
+	CHECK_STR(buf, "sleep 3");
+
+	CHECK(discovery_list(&all, &n) == 0);
+	for (size_t i = 0; i < n; i++)
+		if (all[i].pid == child) {
+			found++;
+			CHECK_STR(all[i].socket_path, t.socket_path);
+		}
+	for (size_t i = 1; i < n; i++)
+		CHECK(all[i - 1].pid < all[i].pid);
+	CHECK(found == 1);
+	free(all);
+
+	/* ps lists it; nothing answers on the fake socket, so "-". */
+	{
+		char *m = NULL;
+		size_t mlen = 0;
+		FILE *f = open_memstream(&m, &mlen);
+		char want[128];
+
+		CHECK(discovery_print_ps(f, 0) >= 1);
+		fclose(f);
+		CHECK(strncmp(m, "PID     NAME", 12) == 0);
+		snprintf(want, sizeof(want), "\n%-7d %-20s %-10s %-20s sleep 30\n", (int)child, "sleep", "-", "-");
+		CHECK_MSG(strstr(m, want) != NULL, "%s", m);
+		free(m);
+
+		f = open_memstream(&m, &mlen);
+		CHECK(discovery_print_ps(f, 1) >= 1);
+		fclose(f);
+		snprintf(want, sizeof(want),
+		         "{\"pid\":%d,\"nspid\":%d,\"uid\":%u,\"name\":\"sleep\",\"entry_assembly\":null,", (int)child,
+		         (int)child, (unsigned)getuid());
+		CHECK_MSG(strstr(m, want) != NULL, "%s", m);
+		CHECK(strstr(m, "\"command_line\":\"sleep 30\"") != NULL);
+		free(m);
+	}
+
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	CHECK(discovery_find(child, &t, err, sizeof(err)) == -ESRCH);
+	snprintf(buf, sizeof(buf), "no process with pid %d", (int)child);
+	CHECK_STR(err, buf);
+	CHECK(discovery_cmdline(child, buf, sizeof(buf)) == -ESRCH);
+	remove_all(dir);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/dw-test-discovery-XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_socket_names();
+	test_stat();
+	test_status();
+	test_environ();
+	test_dir_scan();
+	test_names();
+	test_json();
+	test_truncate_sanitize();
+	test_find_child();
+	remove_all(tmpdir);
+	return check_done();
+}

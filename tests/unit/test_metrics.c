@@ -1,0 +1,201 @@
+/* Unit tests of the metric state: heap sizes at GC end raised live by
+ * allocation ticks, pauses, rates over their windows, counters. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "dumpwatch/metrics.h"
+
+#define MS 1000000LL
+#define SEC 1000000000LL
+
+static struct metric_ref ref_of(enum metric_id id)
+{
+	struct metric_ref r;
+	memset(&r, 0, sizeof(r));
+	r.id = id;
+	r.scale = 1;
+	return r;
+}
+
+static double val(struct metrics *m, enum metric_id id, int64_t now, int64_t *sample)
+{
+	struct metric_ref r = ref_of(id);
+	double v = NAN;
+	int64_t s = 0;
+	if (!metrics_read(m, &r, now, &v, &s))
+		return NAN;
+	if (sample)
+		*sample = s;
+	return v;
+}
+
+static void tick(struct metrics *m, int64_t t, uint32_t kind, uint64_t amount)
+{
+	struct ev_record r;
+	memset(&r, 0, sizeof(r));
+	r.type = EV_GC_ALLOC_TICK;
+	r.u.alloc.kind = kind;
+	r.u.alloc.amount = amount;
+	metrics_on_event(m, &r, t);
+}
+
+static void heap(struct metrics *m, int64_t t, uint64_t g0, uint64_t loh, uint64_t poh)
+{
+	struct ev_record r;
+	memset(&r, 0, sizeof(r));
+	r.type = EV_GC_HEAP_STATS;
+	r.u.heap_stats.size[0] = g0;
+	r.u.heap_stats.size[3] = loh;
+	r.u.heap_stats.size[4] = poh;
+	r.u.heap_stats.promoted[0] = 1000;
+	r.u.heap_stats.has_poh = 1;
+	metrics_on_event(m, &r, t);
+}
+
+static void simple(struct metrics *m, int64_t t, enum ev_type type)
+{
+	struct ev_record r;
+	memset(&r, 0, sizeof(r));
+	r.type = type;
+	metrics_on_event(m, &r, t);
+}
+
+static void test_empty(void)
+{
+	struct metrics *m = metrics_new();
+	CHECK(isnan(val(m, M_LOH_SIZE, SEC, NULL)));
+	CHECK(isnan(val(m, M_GC_PAUSE, SEC, NULL)));
+	CHECK(val(m, M_ALLOC_RATE, SEC, NULL) == 0);
+	metrics_free(m);
+	metrics_free(NULL);
+}
+
+static void test_loh_live_estimate(void)
+{
+	struct metrics *m = metrics_new();
+	int64_t s;
+
+	heap(m, 10 * SEC, 5000, 1000000, 0);
+	CHECK(val(m, M_LOH_SIZE, 10 * SEC, &s) == 1000000);
+	CHECK(s == 10 * SEC);
+	/* Ticks after the GC raise the estimate, each kind its own generation. */
+	tick(m, 10 * SEC + 100 * MS, EV_ALLOC_LARGE, 100000000);
+	tick(m, 10 * SEC + 200 * MS, EV_ALLOC_LARGE, 150000000);
+	tick(m, 10 * SEC + 250 * MS, EV_ALLOC_SMALL, 100000);
+	CHECK(val(m, M_LOH_SIZE, 11 * SEC, &s) == 251000000);
+	CHECK(s == 10 * SEC + 250 * MS);
+	CHECK(val(m, M_POH_SIZE, 11 * SEC, NULL) == 0);
+	CHECK(val(m, M_HEAP_SIZE, 11 * SEC, NULL) == 5000 + 1000000 + 250000000 + 100000);
+	/* A tick stamped before the last heap statistics is already counted in them. */
+	heap(m, 12 * SEC, 5000, 2000000, 0);
+	tick(m, 11 * SEC, EV_ALLOC_LARGE, 50000000);
+	CHECK(val(m, M_LOH_SIZE, 12 * SEC, NULL) == 2000000);
+	/* The next GC end resets the estimate to the exact size. */
+	tick(m, 13 * SEC, EV_ALLOC_PINNED, 3000000);
+	CHECK(val(m, M_POH_SIZE, 13 * SEC, NULL) == 3000000);
+	heap(m, 14 * SEC, 0, 0, 1000000);
+	CHECK(val(m, M_POH_SIZE, 14 * SEC, NULL) == 1000000);
+	CHECK(val(m, M_LOH_SIZE, 14 * SEC, NULL) == 0);
+	metrics_free(m);
+}
+
+static void test_rates(void)
+{
+	struct metrics *m = metrics_new();
+
+	/* 50 ticks of 1 MB over 500 ms: 50 MB in the 1 s window. */
+	for (int i = 0; i < 50; i++)
+		tick(m, 100 * SEC + i * 10 * MS, EV_ALLOC_LARGE, 1000000);
+	CHECK(fabs(val(m, M_LOH_ALLOC_RATE, 100 * SEC + 500 * MS, NULL) - 50e6) < 1);
+	CHECK(val(m, M_SOH_ALLOC_RATE, 100 * SEC + 500 * MS, NULL) == 0);
+	CHECK(fabs(val(m, M_ALLOC_RATE, 100 * SEC + 500 * MS, NULL) - 50e6) < 1);
+	/* The window slides: 2 s later nothing is left. */
+	CHECK(val(m, M_LOH_ALLOC_RATE, 102 * SEC + 500 * MS, NULL) == 0);
+	/* Half the ticks fall out after 750 ms. */
+	double half = val(m, M_LOH_ALLOC_RATE, 101 * SEC + 245 * MS, NULL);
+	CHECK_MSG(half > 20e6 && half < 30e6, "half-window rate %g", half);
+	CHECK(val(m, M_APPDOMAIN_ALLOCATED, 103 * SEC, NULL) == 50e6);
+	metrics_free(m);
+}
+
+static void test_pause_and_gc_rate(void)
+{
+	struct metrics *m = metrics_new();
+	struct ev_record r;
+	int64_t s;
+
+	for (int i = 0; i < 3; i++) {
+		int64_t t0 = (int64_t)(i + 1) * SEC;
+		simple(m, t0, EV_GC_SUSPEND_EE_BEGIN);
+		memset(&r, 0, sizeof(r));
+		r.type = EV_GC_START;
+		r.u.gc_start.count = (uint32_t)i + 1;
+		r.u.gc_start.depth = i == 2 ? 2 : 0;
+		metrics_on_event(m, &r, t0 + 1 * MS);
+		memset(&r, 0, sizeof(r));
+		r.type = EV_GC_END;
+		r.u.gc_end.count = (uint32_t)i + 1;
+		r.u.gc_end.depth = i == 2 ? 2 : 0;
+		metrics_on_event(m, &r, t0 + (i + 2) * MS);
+		heap(m, t0 + (i + 2) * MS, 100, 200, 300);
+		simple(m, t0 + (i + 3) * MS, EV_GC_RESTART_EE_END);
+	}
+	CHECK(fabs(val(m, M_GC_PAUSE, 4 * SEC, &s) - 5.0) < 1e-9);
+	CHECK(s == 3 * SEC + 5 * MS);
+	CHECK(val(m, M_GC_COUNT, 4 * SEC, NULL) == 3);
+	CHECK(fabs(val(m, M_GC_RATE, 4 * SEC, NULL) - 3.0 / 60) < 1e-9);
+	CHECK(fabs(val(m, M_GEN2_GC_RATE, 4 * SEC, NULL) - 1.0 / 60) < 1e-9);
+	CHECK(fabs(val(m, M_GEN0_GC_RATE, 4 * SEC, NULL) - 2.0 / 60) < 1e-9);
+	CHECK(val(m, M_GEN2_GC_RATE, 70 * SEC, NULL) == 0);
+	struct metrics_gc g;
+	CHECK(metrics_last_gc(m, &g) == 1);
+	CHECK(g.index == 3 && g.generation == 2);
+	CHECK(fabs(g.pause_ms - 5.0) < 1e-9);
+	CHECK(g.size[4] == 300);
+	metrics_free(m);
+}
+
+static void test_counters(void)
+{
+	struct metrics *m = metrics_new();
+	struct ev_record r;
+	struct metric_ref ref = ref_of(M_COUNTER);
+	double v;
+	int64_t s;
+
+	memset(&r, 0, sizeof(r));
+	r.type = EV_COUNTER;
+	strcpy(r.u.counter.provider, "System.Runtime");
+	strcpy(r.u.counter.name, "working-set");
+	r.u.counter.value = 42.5;
+	metrics_on_event(m, &r, 5 * SEC);
+	strcpy(ref.provider, "System.Runtime");
+	strcpy(ref.counter, "working-set");
+	ref.scale = 1e6;
+	CHECK(metrics_read(m, &ref, 6 * SEC, &v, &s) == 1);
+	CHECK(v == 42.5e6 && s == 5 * SEC);
+	strcpy(ref.provider, "Other");
+	CHECK(metrics_read(m, &ref, 6 * SEC, &v, &s) == 0);
+	/* Bounded: a flood of distinct counters never grows the state. */
+	for (int i = 0; i < 1000; i++) {
+		snprintf(r.u.counter.name, sizeof(r.u.counter.name), "c%d", i);
+		metrics_on_event(m, &r, 7 * SEC);
+	}
+	strcpy(ref.provider, "System.Runtime");
+	strcpy(ref.counter, "c999");
+	CHECK(metrics_read(m, &ref, 8 * SEC, &v, &s) == 0);
+	strcpy(ref.counter, "c10");
+	CHECK(metrics_read(m, &ref, 8 * SEC, &v, &s) == 1);
+	metrics_free(m);
+}
+
+int main(void)
+{
+	test_empty();
+	test_loh_live_estimate();
+	test_rates();
+	test_pause_and_gc_rate();
+	test_counters();
+	return check_done();
+}
