@@ -1,68 +1,119 @@
-/* Payload decoders (see events.h). Layouts follow dotnet/runtime
- * ClrEtwAll.man and PROTOCOL.md sections 4-5; every field is copied out with
- * memcpy because payloads are unaligned, and each event is checked against
- * the minimum size of its version before any field is read. */
+/* Payload decoders: raw nettrace events in, typed ev_record out.
+ *
+ * Two kinds of events are decoded here (PROTOCOL.md sections 4 and 5):
+ *  - the runtime's native GC and AppDomain events (provider
+ *    Microsoft-Windows-DotNETRuntime). Their metadata is a stub (empty name,
+ *    no fields), so the layout comes from the event id and version, as
+ *    dotnet/runtime src/coreclr/vm/ClrEtwAll.man defines them;
+ *  - EventCounters of any provider, which are self-describing: the payload is
+ *    walked field by field as the event's metadata says, and the counter is
+ *    picked out of it by field name.
+ *
+ * Everything here is pure and treats the payload as hostile: payloads are
+ * unaligned (fields are copied out with memcpy), every read is checked
+ * against the payload size, recursion and work are bounded. A payload longer
+ * than the layout known here is fine (newer versions append fields); a
+ * shorter one is -EBADMSG with a sentence naming the event. */
 #include "dumpwatch/events.h"
 
 #include <endian.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Most element visits one EventCounters payload may cost: an array of empty
- * objects consumes no bytes, so the payload length alone does not bound the
- * walk. */
-#define EV_MAX_VISITS 65536
-#define EV_MAX_DEPTH 32
+/* Walk limits for self-describing payloads. Real EventCounters payloads
+ * nest 3 levels and visit 14 fields; these only stop hostile metadata. */
+#define WALK_MAX_DEPTH 32
+#define WALK_MAX_STEPS (1u << 20)
+
+__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EBADMSG;
+}
 
 static uint16_t rd16(const uint8_t *p)
 {
 	uint16_t v;
-	memcpy(&v, p, 2);
+	memcpy(&v, p, sizeof(v));
 	return le16toh(v);
 }
 
 static uint32_t rd32(const uint8_t *p)
 {
 	uint32_t v;
-	memcpy(&v, p, 4);
+	memcpy(&v, p, sizeof(v));
 	return le32toh(v);
 }
 
 static uint64_t rd64(const uint8_t *p)
 {
 	uint64_t v;
-	memcpy(&v, p, 8);
+	memcpy(&v, p, sizeof(v));
 	return le64toh(v);
 }
 
-static uint64_t rdptr(const uint8_t *p, int pointer_size)
+/* Appends code point cp as UTF-8 to out (size outsz, *n bytes used, NUL kept
+ * room for). Returns 0, or -1 when it does not fit (the string is then cut
+ * at this character boundary). */
+static int utf8_put(char *out, size_t outsz, size_t *n, uint32_t cp)
 {
-	return pointer_size == 4 ? rd32(p) : rd64(p);
+	char b[4];
+	size_t k;
+
+	if (cp < 0x80) {
+		b[0] = (char)cp;
+		k = 1;
+	} else if (cp < 0x800) {
+		b[0] = (char)(0xC0 | (cp >> 6));
+		b[1] = (char)(0x80 | (cp & 0x3F));
+		k = 2;
+	} else if (cp < 0x10000) {
+		b[0] = (char)(0xE0 | (cp >> 12));
+		b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		b[2] = (char)(0x80 | (cp & 0x3F));
+		k = 3;
+	} else {
+		b[0] = (char)(0xF0 | (cp >> 18));
+		b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+		b[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+		b[3] = (char)(0x80 | (cp & 0x3F));
+		k = 4;
+	}
+	if (*n + k + 1 > outsz)
+		return -1;
+	memcpy(out + *n, b, k);
+	*n += k;
+	return 0;
 }
 
-static int too_short(const char *what, uint32_t version, uint32_t have, uint32_t need, char *err, size_t errlen)
+/* Reads a NUL-terminated UTF-16LE string starting at p (avail bytes left).
+ * Returns the bytes it occupies including the NUL, or 0 when no NUL is
+ * within avail. When out is not NULL it receives the string as UTF-8,
+ * truncated at a character boundary to fit outsz; lone surrogates become
+ * U+FFFD. */
+static size_t utf16_read(const uint8_t *p, size_t avail, char *out, size_t outsz)
 {
-	if (err)
-		snprintf(err, errlen, "%s v%u payload is %u bytes, needs at least %u", what, version, have, need);
-	return -EBADMSG;
-}
+	size_t i, n = 0, end;
+	int full = 0;
 
-/* Copies a NUL-terminated UTF-16LE string at p (at most avail bytes) into out
- * as UTF-8, truncating to outlen. Returns the bytes consumed including the
- * NUL, or 0 when no terminator lies within avail. */
-static size_t utf16_to_utf8(const uint8_t *p, size_t avail, char *out, size_t outlen)
-{
-	size_t i = 0, o = 0;
-
-	for (; i + 1 < avail; i += 2) {
+	for (end = 0; end + 2 <= avail; end += 2)
+		if (p[end] == 0 && p[end + 1] == 0)
+			break;
+	if (end + 2 > avail)
+		return 0;
+	if (out == NULL || outsz == 0)
+		return end + 2;
+	for (i = 0; i < end && !full; i += 2) {
 		uint32_t cp = rd16(p + i);
-		if (cp == 0) {
-			if (outlen)
-				out[o < outlen ? o : outlen - 1] = '\0';
-			return i + 2;
-		}
-		if (cp >= 0xD800 && cp <= 0xDBFF && i + 3 < avail) {
+		if (cp >= 0xD800 && cp <= 0xDBFF && i + 2 < end) {
 			uint32_t lo = rd16(p + i + 2);
 			if (lo >= 0xDC00 && lo <= 0xDFFF) {
 				cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -73,50 +124,238 @@ static size_t utf16_to_utf8(const uint8_t *p, size_t avail, char *out, size_t ou
 		} else if (cp >= 0xD800 && cp <= 0xDFFF) {
 			cp = 0xFFFD;
 		}
-		char b[4];
-		size_t n;
-		if (cp < 0x80) {
-			b[0] = (char)cp;
-			n = 1;
-		} else if (cp < 0x800) {
-			b[0] = (char)(0xC0 | (cp >> 6));
-			b[1] = (char)(0x80 | (cp & 0x3F));
-			n = 2;
-		} else if (cp < 0x10000) {
-			b[0] = (char)(0xE0 | (cp >> 12));
-			b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-			b[2] = (char)(0x80 | (cp & 0x3F));
-			n = 3;
-		} else {
-			b[0] = (char)(0xF0 | (cp >> 18));
-			b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-			b[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-			b[3] = (char)(0x80 | (cp & 0x3F));
-			n = 4;
-		}
-		/* Truncate on a character boundary. */
-		if (outlen && o + n < outlen) {
-			memcpy(out + o, b, n);
-			o += n;
-		} else if (outlen) {
-			o = outlen; /* full: keep scanning for the terminator only */
-		}
+		full = utf8_put(out, outsz, &n, cp) < 0;
 	}
-	return 0;
+	out[n] = '\0';
+	return end + 2;
 }
 
-/* --- EventCounters: a walk of the payload driven by the metadata --- */
+/* ---- Runtime-native events (PROTOCOL.md section 5, ClrEtwAll.man) ---- */
+
+enum {
+	ID_GC_START = 1,
+	ID_GC_END = 2,
+	ID_GC_RESTART_EE_END = 3,
+	ID_GC_HEAP_STATS = 4,
+	ID_GC_RESTART_EE_BEGIN = 7,
+	ID_GC_SUSPEND_EE_END = 8,
+	ID_GC_SUSPEND_EE_BEGIN = 9,
+	ID_GC_ALLOC_TICK = 10,
+	ID_GC_TRIGGERED = 35,
+	ID_APPDOMAIN_MEM_ALLOCATED = 83,
+	ID_APPDOMAIN_MEM_SURVIVED = 84,
+};
+
+/* Fixed-layout runtime events: the payload size each version needs. A
+ * version newer than the table's last one is read with the last layout
+ * (versions only append). min[v] for v = 0, 1, 2. */
+struct rt_layout {
+	uint32_t id;
+	enum ev_type type;
+	const char *name;
+	uint32_t max_version;
+	size_t min[3];
+};
+
+static const struct rt_layout rt_layouts[] = {
+    /* v0 Count, Reason; v1 Count, Depth, Reason, Type, ClrInstanceID;
+     * v2 + ClientSequenceNumber (u64). */
+    {ID_GC_START, EV_GC_START, "GCStart", 2, {8, 18, 26}},
+    /* v0 Count, Depth (u16); v1 Count, Depth (u32), ClrInstanceID. */
+    {ID_GC_END, EV_GC_END, "GCEnd", 1, {6, 10, 0}},
+    /* v0 empty; v1 ClrInstanceID. */
+    {ID_GC_RESTART_EE_END, EV_GC_RESTART_EE_END, "GCRestartEEEnd", 1, {0, 2, 0}},
+    /* v0 10 x u64 + 3 x u32; v1 + ClrInstanceID; v2 + GenerationSize4,
+     * TotalPromotedSize4 (the pinned object heap, .NET 5+). */
+    {ID_GC_HEAP_STATS, EV_GC_HEAP_STATS, "GCHeapStats", 2, {92, 94, 110}},
+    {ID_GC_RESTART_EE_BEGIN, EV_GC_RESTART_EE_BEGIN, "GCRestartEEBegin", 1, {0, 2, 0}},
+    {ID_GC_SUSPEND_EE_END, EV_GC_SUSPEND_EE_END, "GCSuspendEEEnd", 1, {0, 2, 0}},
+    /* v0 Reason (u16); v1 Reason (u32), Count, ClrInstanceID. */
+    {ID_GC_SUSPEND_EE_BEGIN, EV_GC_SUSPEND_EE_BEGIN, "GCSuspendEEBegin", 1, {2, 10, 0}},
+    /* v0 Amount, Kind; v1 + ClrInstanceID. v2+ carry a type name: alloc_tick() checks those. */
+    {ID_GC_ALLOC_TICK, EV_GC_ALLOC_TICK, "GCAllocationTick", 1, {8, 10, 0}},
+    /* v0 Reason, ClrInstanceID. */
+    {ID_GC_TRIGGERED, EV_GC_TRIGGERED, "GCTriggered", 0, {6, 0, 0}},
+    /* v0 AppDomainID, Allocated, ClrInstanceID. */
+    {ID_APPDOMAIN_MEM_ALLOCATED, EV_APPDOMAIN_MEM_ALLOCATED, "AppDomainMemAllocated", 0, {18, 0, 0}},
+    /* v0 AppDomainID, Survived, ProcessSurvived, ClrInstanceID. */
+    {ID_APPDOMAIN_MEM_SURVIVED, EV_APPDOMAIN_MEM_SURVIVED, "AppDomainMemSurvived", 0, {26, 0, 0}},
+};
+
+/* GCAllocationTick (ClrEtwAll.man templates GCAllocationTick_V1..V4):
+ *   v0: u32 AllocationAmount, u32 AllocationKind
+ *   v1: + u16 ClrInstanceID
+ *   v2: + u64 AllocationAmount64, ptr TypeID, UTF-16 TypeName, u32 HeapIndex
+ *   v3: + ptr Address
+ *   v4: + u64 ObjectSize
+ * .NET 10 emits v4 (a 13-character type name makes a 74-byte payload). */
+static int alloc_tick(const uint8_t *p, size_t len, uint32_t version, int pointer_size, struct ev_alloc_tick *a,
+                      char *err, size_t errlen)
+{
+	size_t off, s, need;
+	uint32_t v = version > 4 ? 4 : version;
+
+	if (v < 2) { /* the caller checked the fixed size */
+		a->amount = rd32(p);
+		a->kind = rd32(p + 4);
+		return 1;
+	}
+	if (pointer_size != 4 && pointer_size != 8)
+		return bad(err, errlen,
+		           "GCAllocationTick v%u cannot be read: the trace declares a pointer size of %d bytes "
+		           "(only 4 and 8 exist)",
+		           version, pointer_size);
+	/* Up to and including the shortest type name (just its NUL) and HeapIndex. */
+	need = 18 + (size_t)pointer_size + 2 + 4 + (v >= 3 ? (size_t)pointer_size : 0) + (v >= 4 ? 8 : 0);
+	if (len < need)
+		return bad(err, errlen, "GCAllocationTick v%u payload is %zu bytes, needs at least %zu", version, len,
+		           need);
+	a->kind = rd32(p + 4);
+	a->amount = rd64(p + 10); /* AllocationAmount64; the u32 at 0 is the same, capped */
+	off = 18 + (size_t)pointer_size;
+	s = utf16_read(p + off, len - off, a->type_name, sizeof(a->type_name));
+	if (s == 0)
+		return bad(err, errlen,
+		           "GCAllocationTick v%u payload is %zu bytes and its type name (at offset %zu) has no "
+		           "terminating NUL",
+		           version, len, off);
+	off += s;
+	need = off + 4 + (v >= 3 ? (size_t)pointer_size : 0) + (v >= 4 ? 8 : 0);
+	if (len < need)
+		return bad(err, errlen,
+		           "GCAllocationTick v%u payload is %zu bytes, needs at least %zu with its %zu-byte type name",
+		           version, len, need, s);
+	a->heap_index = rd32(p + off);
+	off += 4;
+	if (v >= 3)
+		off += (size_t)pointer_size; /* Address: not used */
+	if (v >= 4)
+		a->object_size = rd64(p + off);
+	return 1;
+}
+
+static int decode_runtime(const struct nettrace_event *ev, const uint8_t *p, size_t len, int pointer_size,
+                          struct ev_record *out, char *err, size_t errlen)
+{
+	const struct rt_layout *l = NULL;
+	uint32_t version = ev->meta->version;
+	size_t i, need;
+
+	for (i = 0; i < sizeof(rt_layouts) / sizeof(rt_layouts[0]); i++)
+		if (rt_layouts[i].id == ev->meta->event_id) {
+			l = &rt_layouts[i];
+			break;
+		}
+	if (!l)
+		return 0;
+	need = l->min[version > l->max_version ? l->max_version : version];
+	if (l->id == ID_GC_ALLOC_TICK && version >= 2)
+		need = 0; /* variable size: alloc_tick() checks field by field */
+	if (len < need)
+		return bad(err, errlen, "%s v%u payload is %zu bytes, needs at least %zu", l->name, version, len, need);
+
+	switch (l->id) {
+	case ID_GC_START:
+		out->u.gc_start.count = rd32(p);
+		if (version == 0) {
+			out->u.gc_start.reason = rd32(p + 4);
+		} else {
+			out->u.gc_start.depth = rd32(p + 4);
+			out->u.gc_start.reason = rd32(p + 8);
+			out->u.gc_start.type = rd32(p + 12);
+		}
+		break;
+	case ID_GC_END:
+		out->u.gc_end.count = rd32(p);
+		out->u.gc_end.depth = version == 0 ? rd16(p + 4) : rd32(p + 4);
+		break;
+	case ID_GC_HEAP_STATS: {
+		struct ev_gc_heap_stats *h = &out->u.heap_stats;
+		for (i = 0; i < 4; i++) {
+			h->size[i] = rd64(p + 16 * i);
+			h->promoted[i] = rd64(p + 16 * i + 8);
+		}
+		h->finalization_promoted_size = rd64(p + 64);
+		h->finalization_promoted_count = rd64(p + 72);
+		h->pinned_objects = rd32(p + 80);
+		h->sink_blocks = rd32(p + 84);
+		h->gc_handles = rd32(p + 88);
+		/* 92: u16 ClrInstanceID (v1+) */
+		if (version >= 2) {
+			h->size[4] = rd64(p + 94);
+			h->promoted[4] = rd64(p + 102);
+			h->has_poh = 1;
+		}
+		break;
+	}
+	case ID_GC_SUSPEND_EE_BEGIN:
+		if (version == 0) {
+			out->u.suspend.reason = rd16(p);
+		} else {
+			out->u.suspend.reason = rd32(p);
+			out->u.suspend.count = rd32(p + 4);
+		}
+		break;
+	case ID_GC_ALLOC_TICK: {
+		int r = alloc_tick(p, len, version, pointer_size, &out->u.alloc, err, errlen);
+		if (r < 0)
+			return r;
+		break;
+	}
+	case ID_GC_TRIGGERED:
+		out->u.triggered_reason = rd32(p);
+		break;
+	case ID_APPDOMAIN_MEM_ALLOCATED:
+		out->u.appdomain.appdomain_id = rd64(p);
+		out->u.appdomain.bytes = rd64(p + 8);
+		break;
+	case ID_APPDOMAIN_MEM_SURVIVED:
+		out->u.appdomain.appdomain_id = rd64(p);
+		out->u.appdomain.bytes = rd64(p + 8);
+		out->u.appdomain.process_survived = rd64(p + 16);
+		break;
+	default: /* GCRestartEEEnd, GCRestartEEBegin, GCSuspendEEEnd: no data we use */
+		break;
+	}
+	out->type = l->type;
+	return 1;
+}
+
+/* ---- EventCounters (PROTOCOL.md section 4) ----
+ *
+ * The metadata is a tree of fields; the payload holds their values in
+ * order, unpadded: fixed-size primitives, NUL-terminated UTF-16 strings,
+ * arrays as a u16 count followed by the items, objects as their fields in
+ * turn. The counter's fields are matched by name, so their order and absent
+ * fields do not matter. They are the direct children of an Object named
+ * "Payload" (the runtime wraps that in one more unnamed Object); only when
+ * the metadata has no such object are top-level fields taken instead.
+ * Nothing inside an array is taken, and the first occurrence of a name
+ * wins. The whole payload is walked, so one that ends before its metadata
+ * says is malformed even when the counter's fields came first. */
+
+enum capture_level { CAP_NONE, CAP_TOP, CAP_PAYLOAD };
+
+struct capture {
+	char name[EV_NAME_MAX];
+	char units[EV_UNITS_MAX];
+	char counter_type[16];
+	double mean, inc, interval;
+	int have_name, have_units, have_type, have_mean, have_inc, have_interval;
+};
 
 struct walk {
 	const uint8_t *p;
 	size_t len, off;
-	unsigned visits;
-	struct ev_counter *out;
-	int have_value;
-	const char *fail; /* reason, when the walk failed */
+	uint32_t steps;
+	int saw_payload;
+	const char *provider;
+	char *err;
+	size_t errlen;
+	struct capture cap[3]; /* indexed by enum capture_level; CAP_NONE unused */
 };
 
-static int fixed_size(uint32_t type)
+static size_t fixed_size(uint32_t type)
 {
 	switch (type) {
 	case NT_TC_SBYTE:
@@ -140,321 +379,265 @@ static int fixed_size(uint32_t type)
 	case NT_TC_GUID:
 		return 16;
 	default:
-		return -1;
+		return 0;
 	}
 }
 
-static double number_at(uint32_t type, const uint8_t *p)
+/* The value of a numeric field as a double; returns 0 when the type is not
+ * a number (Bool, Char, Decimal, DateTime and Guid are not taken). */
+static int number_at(const uint8_t *p, uint32_t type, double *ret)
 {
 	switch (type) {
 	case NT_TC_SBYTE:
-		return (double)(int8_t)p[0];
+		*ret = (double)(int8_t)p[0];
+		return 1;
 	case NT_TC_BYTE:
-		return (double)p[0];
+		*ret = (double)p[0];
+		return 1;
 	case NT_TC_INT16:
-		return (double)(int16_t)rd16(p);
+		*ret = (double)(int16_t)rd16(p);
+		return 1;
 	case NT_TC_UINT16:
-		return (double)rd16(p);
+		*ret = (double)rd16(p);
+		return 1;
 	case NT_TC_INT32:
-		return (double)(int32_t)rd32(p);
+		*ret = (double)(int32_t)rd32(p);
+		return 1;
 	case NT_TC_UINT32:
-		return (double)rd32(p);
+		*ret = (double)rd32(p);
+		return 1;
 	case NT_TC_INT64:
-		return (double)(int64_t)rd64(p);
+		*ret = (double)(int64_t)rd64(p);
+		return 1;
 	case NT_TC_UINT64:
-		return (double)rd64(p);
+		*ret = (double)rd64(p);
+		return 1;
 	case NT_TC_SINGLE: {
 		uint32_t u = rd32(p);
 		float f;
-		memcpy(&f, &u, 4);
-		return (double)f;
+		memcpy(&f, &u, sizeof(f));
+		*ret = (double)f;
+		return 1;
 	}
 	case NT_TC_DOUBLE: {
 		uint64_t u = rd64(p);
-		double d;
-		memcpy(&d, &u, 8);
-		return d;
+		memcpy(ret, &u, sizeof(*ret));
+		return 1;
 	}
 	default:
 		return 0;
 	}
 }
 
-static int walk_value(struct walk *w, uint32_t type, const struct nettrace_field *f, int depth, const char *name);
-
-static int walk_fields(struct walk *w, const struct nettrace_field *fields, uint32_t n, int depth)
+static const char *fname(const struct nettrace_field *f)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (walk_value(w, fields[i].type, &fields[i], depth, fields[i].name) < 0)
-			return -1;
+	return f->name ? f->name : "";
+}
+
+static int walk_short(struct walk *w, const struct nettrace_field *f, const char *what)
+{
+	return bad(w->err, w->errlen, "EventCounters payload of %s is %zu bytes and ends inside %s '%s' (offset %zu)",
+	           w->provider, w->len, what, fname(f), w->off);
+}
+
+/* A string field: consumed, and kept when it is one the counter needs. */
+static int walk_string(struct walk *w, const struct nettrace_field *f, enum capture_level level)
+{
+	struct capture *c = &w->cap[level];
+	const char *n = fname(f);
+	char *dst = NULL;
+	size_t dstsz = 0, s;
+	int *have = NULL;
+
+	if (level != CAP_NONE) {
+		if (strcmp(n, "Name") == 0 && !c->have_name) {
+			dst = c->name, dstsz = sizeof(c->name), have = &c->have_name;
+		} else if (strcmp(n, "DisplayUnits") == 0 && !c->have_units) {
+			dst = c->units, dstsz = sizeof(c->units), have = &c->have_units;
+		} else if (strcmp(n, "CounterType") == 0 && !c->have_type) {
+			dst = c->counter_type, dstsz = sizeof(c->counter_type), have = &c->have_type;
+		}
+	}
+	s = utf16_read(w->p + w->off, w->len - w->off, dst, dstsz);
+	if (s == 0)
+		return walk_short(w, f, "string field");
+	w->off += s;
+	if (have)
+		*have = 1;
 	return 0;
 }
 
-static void take_string(struct walk *w, const char *name, const uint8_t *p, size_t avail)
+static void capture_number(struct capture *c, const struct nettrace_field *f, uint32_t type, const uint8_t *p)
 {
-	if (strcmp(name, "Name") == 0)
-		utf16_to_utf8(p, avail, w->out->name, sizeof(w->out->name));
-	else if (strcmp(name, "DisplayUnits") == 0)
-		utf16_to_utf8(p, avail, w->out->display_units, sizeof(w->out->display_units));
-	else if (strcmp(name, "CounterType") == 0) {
-		char t[16];
-		utf16_to_utf8(p, avail, t, sizeof(t));
-		w->out->is_increment = strcmp(t, "Sum") == 0;
+	const char *n = fname(f);
+	double v;
+
+	if (!number_at(p, type, &v))
+		return;
+	if (strcmp(n, "Mean") == 0 && !c->have_mean) {
+		c->mean = v;
+		c->have_mean = 1;
+	} else if (strcmp(n, "Increment") == 0 && !c->have_inc) {
+		c->inc = v;
+		c->have_inc = 1;
+	} else if (strcmp(n, "IntervalSec") == 0 && !c->have_interval) {
+		c->interval = v;
+		c->have_interval = 1;
 	}
 }
 
-static void take_number(struct walk *w, const char *name, double v)
-{
-	if (strcmp(name, "Mean") == 0 || strcmp(name, "Increment") == 0) {
-		w->out->value = v;
-		w->have_value = 1;
-		if (name[0] == 'I')
-			w->out->is_increment = 1;
-	} else if (strcmp(name, "IntervalSec") == 0) {
-		w->out->interval_sec = v;
-	}
-}
+static int walk_fields(struct walk *w, const struct nettrace_field *fields, uint32_t n, int depth,
+                       enum capture_level level, int in_array);
 
-static int walk_value(struct walk *w, uint32_t type, const struct nettrace_field *f, int depth, const char *name)
+/* Consumes one value of type `type` described by field f (for arrays the
+ * item type is f->elem_type, and items that are objects use f->children). */
+static int walk_value(struct walk *w, const struct nettrace_field *f, uint32_t type, int depth,
+                      enum capture_level level, int in_array)
 {
-	if (++w->visits > EV_MAX_VISITS || depth > EV_MAX_DEPTH) {
-		w->fail = "payload description too large or too deeply nested";
-		return -1;
-	}
-	if (type == NT_TC_OBJECT)
-		return walk_fields(w, f ? f->children : NULL, f ? f->n_children : 0, depth + 1);
-	if (type == NT_TC_STRING) {
-		size_t used = utf16_to_utf8(w->p + w->off, w->len - w->off, NULL, 0);
-		if (used == 0) {
-			w->fail = "string field runs past the end of the payload";
-			return -1;
+	size_t sz;
+
+	if (++w->steps > WALK_MAX_STEPS)
+		return bad(w->err, w->errlen,
+		           "EventCounters event of %s needs more than %u field reads; its metadata is not a counter's",
+		           w->provider, WALK_MAX_STEPS);
+	switch (type) {
+	case NT_TC_OBJECT: {
+		enum capture_level sub = CAP_NONE;
+		if (depth >= WALK_MAX_DEPTH)
+			return bad(w->err, w->errlen,
+			           "EventCounters metadata of %s nests objects deeper than %d levels (at field '%s')",
+			           w->provider, WALK_MAX_DEPTH, fname(f));
+		if (!in_array && strcmp(fname(f), "Payload") == 0) {
+			sub = CAP_PAYLOAD;
+			w->saw_payload = 1;
 		}
-		if (name)
-			take_string(w, name, w->p + w->off, w->len - w->off);
-		w->off += used;
-		return 0;
+		return walk_fields(w, f->children, f->children ? f->n_children : 0, depth + 1, sub, in_array);
 	}
-	if (type == NT_TC_ARRAY) {
-		if (w->len - w->off < 2) {
-			w->fail = "array count runs past the end of the payload";
-			return -1;
-		}
-		uint16_t count = rd16(w->p + w->off);
+	case NT_TC_STRING:
+		return walk_string(w, f, in_array ? CAP_NONE : level);
+	case NT_TC_ARRAY: {
+		uint32_t count, i;
+		if (w->len - w->off < 2)
+			return walk_short(w, f, "the item count of array field");
+		count = rd16(w->p + w->off);
 		w->off += 2;
-		uint32_t et = f ? f->elem_type : 0;
-		/* Array of objects: children describe one element; array of
-		 * arrays: the single child describes the inner array. */
-		const struct nettrace_field *ef = (et == NT_TC_ARRAY && f && f->n_children == 1) ? f->children : f;
-		for (uint32_t i = 0; i < count; i++)
-			if (walk_value(w, et, ef, depth + 1, NULL) < 0)
-				return -1;
+		sz = fixed_size(f->elem_type);
+		if (sz) {
+			/* Arrays of fixed-size items are skipped in one step. */
+			if ((w->len - w->off) / sz < count)
+				return walk_short(w, f, "array field");
+			w->off += sz * count;
+			return 0;
+		}
+		if (f->elem_type != NT_TC_STRING && f->elem_type != NT_TC_OBJECT)
+			return bad(
+			    w->err, w->errlen,
+			    "EventCounters metadata of %s gives array field '%s' item type %u, which cannot be read",
+			    w->provider, fname(f), f->elem_type);
+		for (i = 0; i < count; i++) {
+			int r = walk_value(w, f, f->elem_type, depth, CAP_NONE, 1);
+			if (r < 0)
+				return r;
+		}
 		return 0;
 	}
-	int size = fixed_size(type);
-	if (size < 0) {
-		w->fail = "unknown field type";
-		return -1;
+	default:
+		sz = fixed_size(type);
+		if (!sz)
+			return bad(w->err, w->errlen,
+			           "EventCounters metadata of %s gives field '%s' unknown type code %u", w->provider,
+			           fname(f), type);
+		if (w->len - w->off < sz)
+			return walk_short(w, f, "field");
+		if (level != CAP_NONE && !in_array)
+			capture_number(&w->cap[level], f, type, w->p + w->off);
+		w->off += sz;
+		return 0;
 	}
-	if (w->len - w->off < (size_t)size) {
-		w->fail = "field runs past the end of the payload";
-		return -1;
+}
+
+static int walk_fields(struct walk *w, const struct nettrace_field *fields, uint32_t n, int depth,
+                       enum capture_level level, int in_array)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		int r = walk_value(w, &fields[i], fields[i].type, depth, level, in_array);
+		if (r < 0)
+			return r;
 	}
-	if (name)
-		take_number(w, name, number_at(type, w->p + w->off));
-	w->off += (size_t)size;
 	return 0;
 }
 
-static int decode_counter(const struct nettrace_event *ev, struct ev_record *out, char *err, size_t errlen)
+static int decode_counter(const struct nettrace_event *ev, const uint8_t *p, size_t len, struct ev_record *out,
+                          char *err, size_t errlen)
 {
 	const struct nettrace_metadata *m = ev->meta;
-	struct walk w = {.p = ev->payload, .len = ev->payload_size, .out = &out->u.counter};
+	struct ev_counter *c = &out->u.counter;
+	const struct capture *k;
+	struct walk w;
+	int r;
 
-	memset(&out->u.counter, 0, sizeof(out->u.counter));
-	snprintf(out->u.counter.provider, sizeof(out->u.counter.provider), "%s", m->provider);
-	if (walk_fields(&w, m->fields, m->n_fields, 0) < 0) {
-		if (err)
-			snprintf(err, errlen, "EventCounters event of %s at payload offset %zu: %s", m->provider, w.off,
-			         w.fail);
-		return -EBADMSG;
-	}
-	if (!out->u.counter.name[0] || !w.have_value) {
-		if (err)
-			snprintf(err, errlen, "EventCounters event of %s has no %s", m->provider,
-			         out->u.counter.name[0] ? "Mean or Increment" : "Name");
-		return -EBADMSG;
-	}
+	memset(&w, 0, sizeof(w));
+	w.p = p;
+	w.len = len;
+	w.provider = m->provider ? m->provider : "";
+	w.err = err;
+	w.errlen = errlen;
+	r = walk_fields(&w, m->fields, m->fields ? m->n_fields : 0, 0, CAP_TOP, 0);
+	if (r < 0)
+		return r;
+	k = &w.cap[w.saw_payload ? CAP_PAYLOAD : CAP_TOP];
+	if (!k->have_name || k->name[0] == '\0')
+		return bad(err, errlen, "EventCounters event of %s has no counter Name", w.provider);
+	if (!k->have_mean && !k->have_inc)
+		return bad(err, errlen, "EventCounters event of %s for counter '%s' has neither Mean nor Increment",
+		           w.provider, k->name);
+	snprintf(c->provider, sizeof(c->provider), "%s", w.provider);
+	memcpy(c->name, k->name, sizeof(c->name));
+	memcpy(c->display_units, k->units, sizeof(c->display_units));
+	/* CounterType "Sum" means the Increment, anything else (or none, as on
+	 * older runtimes) the Mean; when the field it names is absent, the
+	 * other one is used. */
+	if (k->have_type && strcmp(k->counter_type, "Sum") == 0)
+		c->is_increment = k->have_inc;
+	else
+		c->is_increment = !k->have_mean;
+	c->value = c->is_increment ? k->inc : k->mean;
+	c->interval_sec = k->interval;
 	out->type = EV_COUNTER;
 	return 1;
 }
 
-/* --- runtime events --- */
-
-static int decode_runtime(const struct nettrace_event *ev, int ps, struct ev_record *out, char *err, size_t errlen)
-{
-	const uint8_t *p = ev->payload;
-	uint32_t n = ev->payload_size, v = ev->meta->version;
-
-	switch (ev->meta->event_id) {
-	case 1: { /* GCStart: v0 Count, Reason; v1+ Count, Depth, Reason, Type, ... */
-		uint32_t need = v == 0 ? 8 : 16;
-		if (n < need)
-			return too_short("GCStart", v, n, need, err, errlen);
-		out->type = EV_GC_START;
-		out->u.gc_start.count = rd32(p);
-		if (v == 0) {
-			out->u.gc_start.reason = rd32(p + 4);
-		} else {
-			out->u.gc_start.depth = rd32(p + 4);
-			out->u.gc_start.reason = rd32(p + 8);
-			out->u.gc_start.type = rd32(p + 12);
-		}
-		return 1;
-	}
-	case 2: /* GCEnd: Count, Depth */
-		if (n < 8)
-			return too_short("GCEnd", v, n, 8, err, errlen);
-		out->type = EV_GC_END;
-		out->u.gc_end.count = rd32(p);
-		out->u.gc_end.depth = rd32(p + 4);
-		return 1;
-	case 3:
-		out->type = EV_GC_RESTART_EE_END;
-		return 1;
-	case 7:
-		out->type = EV_GC_RESTART_EE_BEGIN;
-		return 1;
-	case 8:
-		out->type = EV_GC_SUSPEND_EE_END;
-		return 1;
-	case 4: { /* GCHeapStats: 10 x u64, 3 x u32 [, u16 ClrInstanceID [, 2 x u64 (v2)]] */
-		uint32_t need = v >= 2 ? 110 : 92;
-		if (n < need)
-			return too_short("GCHeapStats", v, n, need, err, errlen);
-		struct ev_gc_heap_stats *h = &out->u.heap_stats;
-		memset(h, 0, sizeof(*h));
-		for (int g = 0; g < 4; g++) {
-			h->size[g] = rd64(p + 16 * g);
-			h->promoted[g] = rd64(p + 16 * g + 8);
-		}
-		h->finalization_promoted_size = rd64(p + 64);
-		h->finalization_promoted_count = rd64(p + 72);
-		h->pinned_objects = rd32(p + 80);
-		h->sink_blocks = rd32(p + 84);
-		h->gc_handles = rd32(p + 88);
-		if (v >= 2) {
-			h->size[4] = rd64(p + 94);
-			h->promoted[4] = rd64(p + 102);
-			h->has_poh = 1;
-		}
-		out->type = EV_GC_HEAP_STATS;
-		return 1;
-	}
-	case 9: { /* GCSuspendEEBegin: v0 u16 Reason; v1+ u32 Reason, u32 Count */
-		uint32_t need = v == 0 ? 2 : 8;
-		if (n < need)
-			return too_short("GCSuspendEEBegin", v, n, need, err, errlen);
-		out->type = EV_GC_SUSPEND_EE_BEGIN;
-		out->u.suspend.reason = v == 0 ? rd16(p) : rd32(p);
-		out->u.suspend.count = v == 0 ? 0 : rd32(p + 4);
-		return 1;
-	}
-	case 10: { /* GCAllocationTick */
-		struct ev_alloc_tick *a = &out->u.alloc;
-		uint32_t need = v >= 2 ? 18u + (uint32_t)ps + 2u + 4u : 8u;
-		if (n < need)
-			return too_short("GCAllocationTick", v, n, need, err, errlen);
-		memset(a, 0, sizeof(*a));
-		a->amount = rd32(p);
-		a->kind = rd32(p + 4);
-		if (v >= 2) {
-			uint32_t off = 18 + (uint32_t)ps;
-			size_t used;
-			a->amount = rd64(p + 10);
-			(void)rdptr(p + 18, ps); /* TypeID: not used */
-			used = utf16_to_utf8(p + off, n - off, a->type_name, sizeof(a->type_name));
-			if (used == 0) {
-				if (err)
-					snprintf(err, errlen,
-					         "GCAllocationTick v%u type name runs past the end of the "
-					         "%u-byte payload",
-					         v, n);
-				return -EBADMSG;
-			}
-			off += (uint32_t)used;
-			if (n - off < 4)
-				return too_short("GCAllocationTick", v, n, off + 4, err, errlen);
-			a->heap_index = rd32(p + off);
-			off += 4;
-			if (v >= 4) {
-				/* v3 added Address (pointer), v4 ObjectSize (u64). */
-				if (n - off < (uint32_t)ps + 8)
-					return too_short("GCAllocationTick", v, n, off + (uint32_t)ps + 8, err, errlen);
-				a->object_size = rd64(p + off + (uint32_t)ps);
-			}
-		}
-		if (a->kind > EV_ALLOC_PINNED) {
-			if (err)
-				snprintf(err, errlen, "GCAllocationTick v%u has unknown allocation kind %u", v,
-				         a->kind);
-			return -EBADMSG;
-		}
-		out->type = EV_GC_ALLOC_TICK;
-		return 1;
-	}
-	case 35:
-		if (n < 4)
-			return too_short("GCTriggered", v, n, 4, err, errlen);
-		out->type = EV_GC_TRIGGERED;
-		out->u.triggered_reason = rd32(p);
-		return 1;
-	case 83:
-		if (n < 16)
-			return too_short("AppDomainMemAllocated", v, n, 16, err, errlen);
-		out->type = EV_APPDOMAIN_MEM_ALLOCATED;
-		out->u.appdomain.appdomain_id = rd64(p);
-		out->u.appdomain.bytes = rd64(p + 8);
-		out->u.appdomain.process_survived = 0;
-		return 1;
-	case 84:
-		if (n < 24)
-			return too_short("AppDomainMemSurvived", v, n, 24, err, errlen);
-		out->type = EV_APPDOMAIN_MEM_SURVIVED;
-		out->u.appdomain.appdomain_id = rd64(p);
-		out->u.appdomain.bytes = rd64(p + 8);
-		out->u.appdomain.process_survived = rd64(p + 16);
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 int events_decode(const struct nettrace_event *ev, int pointer_size, struct ev_record *out, char *err, size_t errlen)
 {
-	int r;
+	const struct nettrace_metadata *m = ev->meta;
+	const uint8_t *p = ev->payload;
+	size_t len = p ? ev->payload_size : 0;
+	static const uint8_t empty[1];
 
 	memset(out, 0, sizeof(*out));
+	if (err && errlen > 0)
+		err[0] = '\0';
 	out->type = EV_NONE;
 	out->timestamp = ev->timestamp;
 	out->thread_id = ev->thread_id;
-	if (!ev->meta)
+	if (!p)
+		p = empty;
+	if (!m)
 		return 0;
-	if (pointer_size != 4)
-		pointer_size = 8;
-	if (strcmp(ev->meta->provider, EV_RUNTIME_PROVIDER) == 0)
-		r = decode_runtime(ev, pointer_size, out, err, errlen);
-	else if (strcmp(ev->meta->event_name, "EventCounters") == 0)
-		r = decode_counter(ev, out, err, errlen);
-	else
-		r = 0;
-	if (r <= 0)
-		out->type = EV_NONE;
-	return r;
+	if (m->event_name && strcmp(m->event_name, "EventCounters") == 0)
+		return decode_counter(ev, p, len, out, err, errlen);
+	if (m->provider && strcmp(m->provider, EV_RUNTIME_PROVIDER) == 0)
+		return decode_runtime(ev, p, len, pointer_size, out, err, errlen);
+	return 0;
 }
 
 const char *events_type_name(enum ev_type type)
 {
 	switch (type) {
+	case EV_NONE:
+		return "none";
 	case EV_COUNTER:
 		return "EventCounters";
 	case EV_GC_START:
@@ -479,7 +662,6 @@ const char *events_type_name(enum ev_type type)
 		return "AppDomainMemAllocated";
 	case EV_APPDOMAIN_MEM_SURVIVED:
 		return "AppDomainMemSurvived";
-	default:
-		return "none";
 	}
+	return "unknown";
 }

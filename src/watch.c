@@ -504,6 +504,8 @@ int watch_run(const struct watch_options *o)
 		struct json_object *rec = target_json(&w);
 		json_object_object_add(rec, "exit_code", json_object_new_int(w.exit_code));
 		json_object_object_add(rec, "dumps", json_object_new_int((int)w.dumps_done));
+		json_object_object_add(rec, "stream_bytes", json_object_new_int64((int64_t)session_bytes(w.session)));
+		json_object_object_add(rec, "events", json_object_new_int64((int64_t)session_events(w.session)));
 		journal_write(w.journal, "stop", rec);
 	}
 	r = w.exit_code;

@@ -106,7 +106,8 @@ struct ev_record {
  * holds a sentence naming the event and what was wrong. */
 int events_decode(const struct nettrace_event *ev, int pointer_size, struct ev_record *out, char *err, size_t errlen);
 
-/* Human names, for logs: "GCStart", "gc-heap-stats" ... */
+/* The runtime's event names, for logs: "GCStart", "GCHeapStats", "EventCounters",
+ * "none" for EV_NONE, "unknown" for a value outside the enum. */
 const char *events_type_name(enum ev_type type);
 
 #endif

@@ -29,7 +29,8 @@ for i in $(seq "$runs"); do
 		>"$t/dw.out" 2>&1 &
 	dp=$!
 	pids+=("$dp")
-	until grep -q 'watching pid' "$t/dw.out"; do sleep 0.05; done
+	for _ in $(seq 100); do grep -q 'watching pid' "$t/dw.out" && break; sleep 0.1; done
+	grep -q 'watching pid' "$t/dw.out" || { cat "$t/dw.out"; exit 1; }
 	sleep 0.5
 	# Random phase against the runtime's 100 ms flush cycle.
 	sleep "0.$((RANDOM % 100))"
@@ -45,14 +46,15 @@ for i in $(seq "$runs"); do
 	wait "$ap" 2>/dev/null || true
 	exec 3>&-
 done
-echo "detection latency over $runs runs (ms): crossing -> decision | read -> decision (dumpwatch's own) | event -> decision"
-sort -n "$t/results" | awk '{ a[NR]=$1/1000; b[NR]=$2; c[NR]=$3 }
-END {
-	n=NR; asort(a); asort(b); asort(c)
-	med = (n % 2) ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
-	bm = (n % 2) ? b[(n+1)/2] : (b[n/2] + b[n/2+1]) / 2
-	cm = (n % 2) ? c[(n+1)/2] : (c[n/2] + c[n/2+1]) / 2
-	printf "crossing->decision: median %.1f ms, max %.1f ms, min %.1f ms\n", med, a[n], a[1]
-	printf "read->decision:     median %.3f ms, max %.3f ms\n", bm, b[n]
-	printf "event->decision:    median %.1f ms, max %.1f ms\n", cm, c[n]
-}'
+summary() { # column, scale, label, decimals
+	awk -v c="$1" -v k="$2" '{ print $c / k }' "$t/results" | sort -g | awk -v l="$3" -v d="$4" '
+		{ v[NR] = $1 }
+		END {
+			m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			printf "%-40s median %." d "f ms, min %." d "f ms, max %." d "f ms\n", l, m, v[1], v[NR]
+		}'
+}
+echo "detection latency over $runs runs:"
+summary 1 1000 "allocation crossed 200 MB -> decision:" 1
+summary 3 1 "event timestamp -> decision:" 1
+summary 2 1 "bytes read -> decision (dumpwatch):" 3

@@ -18,11 +18,12 @@ ap=$!
 pids+=("$ap")
 until grep -q ready "$t/app.out"; do sleep 0.05; done
 until ls /tmp/dotnet-diagnostic-$ap-*-socket >/dev/null 2>&1; do sleep 0.05; done
-"$build/dumpwatch" --pid "$ap" --when 'loh-size > 50GB' --when 'System.Runtime/cpu-usage > 1000%' \
-	--dump-dir "$t" >"$t/dw.out" 2>&1 &
+"$build/dumpwatch" --pid "$ap" --when 'loh-size > 50GB' --when 'System.Runtime/cpu-usage > 99% for 1h' \
+	--dump-dir "$t" --journal "$t/j.jsonl" >"$t/dw.out" 2>&1 &
 dp=$!
 pids+=("$dp")
-until grep -q 'watching pid' "$t/dw.out"; do sleep 0.05; done
+for _ in $(seq 100); do grep -q 'watching pid' "$t/dw.out" && break; sleep 0.1; done
+grep -q 'watching pid' "$t/dw.out" || { cat "$t/dw.out"; exit 1; }
 hz=$(getconf CLK_TCK)
 cpu0=$(awk '{print $14 + $15}' "/proc/$dp/stat")
 start=$SECONDS
@@ -42,8 +43,10 @@ rss=$(awk '/VmRSS/ {print $2}' "/proc/$dp/status")
 fds=$(ls "/proc/$dp/fd" | wc -l)
 kill -INT "$dp"
 wait "$dp" || true
-events=$(grep -c '^done' "$t/app.out" || true)
-echo "watching for $secs s ($n rounds of 125 MB allocated and released):"
+stop=$(grep '"event":"stop"' "$t/j.jsonl")
+events=$(echo "$stop" | sed -n 's/.*"events":\([0-9]*\).*/\1/p')
+bytes=$(echo "$stop" | sed -n 's/.*"stream_bytes":\([0-9]*\).*/\1/p')
+echo "watching for $secs s ($n rounds of 125 MB allocated and released; $events events, $bytes bytes of stream):"
 echo "  peak RSS (VmHWM) $hwm KiB, RSS at end $rss KiB, open fds $fds"
 awk -v c=$((cpu1 - cpu0)) -v hz="$hz" -v s="$secs" \
 	'BEGIN { printf "  CPU %.2f s over %d s = %.2f%% of one core\n", c / hz, s, 100 * c / hz / s }'

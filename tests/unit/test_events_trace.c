@@ -1,0 +1,238 @@
+/* The decoders on whole recorded traces: every event of a .NET 10 recording,
+ * read with the nettrace parser, decodes without error, and the totals match
+ * what the recorded program did. (test_events.c covers single payloads,
+ * truncations and hostile metadata.) */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "dumpwatch/events.h"
+
+#define MAX_SAVED 16
+
+struct saved {
+	enum ev_type type;
+	const struct nettrace_metadata *meta;
+	uint8_t payload[512];
+	uint32_t size;
+};
+
+struct stats {
+	int pointer_size;
+	unsigned count[EV_APPDOMAIN_MEM_SURVIVED + 1];
+	unsigned errors;
+	unsigned loh_ticks;
+	uint64_t loh_bytes, soh_bytes, poh_bytes;
+	struct ev_gc_heap_stats first_heap;
+	int have_heap;
+	char counters[64][EV_NAME_MAX];
+	size_t n_counters;
+	int gc_heap_size_in_mb, alloc_rate_is_sum, cpu_usage_is_mean;
+	struct saved saved[MAX_SAVED];
+	size_t n_saved;
+};
+
+static uint8_t *load(const char *name, size_t *len)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", DW_TEST_DATA, name);
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *b = malloc((size_t)n);
+	*len = fread(b, 1, (size_t)n, f);
+	fclose(f);
+	return b;
+}
+
+static void on_info(void *ctx, const struct nettrace_info *info)
+{
+	((struct stats *)ctx)->pointer_size = info->pointer_size;
+}
+
+static void on_event(void *ctx, const struct nettrace_event *ev)
+{
+	struct stats *st = ctx;
+	struct ev_record r;
+	char err[256];
+	int rc = events_decode(ev, st->pointer_size, &r, err, sizeof(err));
+
+	if (rc < 0) {
+		st->errors++;
+		fprintf(stderr, "decode error: %s\n", err);
+		return;
+	}
+	if (rc == 0) {
+		CHECK(r.type == EV_NONE);
+		return;
+	}
+	CHECK(r.timestamp == ev->timestamp);
+	st->count[r.type]++;
+	int seen = 0;
+	for (size_t i = 0; i < st->n_saved; i++)
+		seen |= st->saved[i].type == r.type;
+	if (!seen && st->n_saved < MAX_SAVED && ev->payload_size <= sizeof(st->saved[0].payload)) {
+		struct saved *s = &st->saved[st->n_saved++];
+		s->type = r.type;
+		s->meta = ev->meta;
+		memcpy(s->payload, ev->payload, ev->payload_size);
+		s->size = ev->payload_size;
+	}
+	switch (r.type) {
+	case EV_GC_ALLOC_TICK:
+		if (r.u.alloc.kind == EV_ALLOC_LARGE) {
+			st->loh_ticks++;
+			st->loh_bytes += r.u.alloc.amount;
+		} else if (r.u.alloc.kind == EV_ALLOC_PINNED) {
+			st->poh_bytes += r.u.alloc.amount;
+		} else {
+			st->soh_bytes += r.u.alloc.amount;
+		}
+		break;
+	case EV_GC_HEAP_STATS:
+		if (!st->have_heap) {
+			st->first_heap = r.u.heap_stats;
+			st->have_heap = 1;
+		}
+		break;
+	case EV_COUNTER: {
+		const struct ev_counter *c = &r.u.counter;
+		CHECK_STR(c->provider, "System.Runtime");
+		if (strcmp(c->name, "gc-heap-size") == 0)
+			st->gc_heap_size_in_mb = strcmp(c->display_units, "MB") == 0 && !c->is_increment;
+		if (strcmp(c->name, "alloc-rate") == 0)
+			st->alloc_rate_is_sum = c->is_increment && strcmp(c->display_units, "B") == 0;
+		if (strcmp(c->name, "cpu-usage") == 0)
+			st->cpu_usage_is_mean =
+			    !c->is_increment && c->value >= 0 && c->value <= 100 && fabs(c->interval_sec - 1.0) < 0.1;
+		for (size_t i = 0; i < st->n_counters; i++)
+			if (strcmp(st->counters[i], c->name) == 0)
+				return;
+		if (st->n_counters < 64)
+			snprintf(st->counters[st->n_counters++], EV_NAME_MAX, "%s", c->name);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static int has_counter(const struct stats *st, const char *name)
+{
+	for (size_t i = 0; i < st->n_counters; i++)
+		if (strcmp(st->counters[i], name) == 0)
+			return 1;
+	return 0;
+}
+
+static void test_recorded(void)
+{
+	struct stats st;
+	size_t len;
+	uint8_t *data = load("gc-alloc-counters.nettrace", &len);
+	struct nettrace_callbacks cb = {.ctx = &st, .on_info = on_info, .on_event = on_event};
+
+	memset(&st, 0, sizeof(st));
+	CHECK(data != NULL);
+	if (!data)
+		return;
+	nettrace_parser *p = nettrace_new(&cb, NULL);
+	CHECK(nettrace_feed(p, data, len) == 0);
+	CHECK(nettrace_finish(p) == 0);
+	CHECK(st.errors == 0);
+	CHECK(st.pointer_size == 8);
+
+	/* The program allocated 60 + 120 MB as 1 MB arrays (loh 60, spike 120),
+	 * 20 MB of 1000-byte arrays and 10 MB pinned: one LOH tick per array. */
+	CHECK_MSG(st.loh_ticks >= 180 && st.loh_ticks <= 184, "LOH ticks %u", st.loh_ticks);
+	CHECK_MSG(st.loh_bytes >= 180000000 && st.loh_bytes < 184500000, "LOH bytes %llu",
+	          (unsigned long long)st.loh_bytes);
+	CHECK_MSG(st.soh_bytes >= 20000000 && st.soh_bytes < 24000000, "SOH bytes %llu",
+	          (unsigned long long)st.soh_bytes);
+	CHECK_MSG(st.poh_bytes >= 9000000 && st.poh_bytes <= 10100000, "POH bytes %llu",
+	          (unsigned long long)st.poh_bytes);
+	CHECK(st.count[EV_GC_ALLOC_TICK] == 390);
+	CHECK(st.count[EV_GC_HEAP_STATS] == 13);
+	CHECK(st.count[EV_GC_START] == st.count[EV_GC_END]);
+	CHECK(st.count[EV_GC_SUSPEND_EE_BEGIN] == st.count[EV_GC_RESTART_EE_END]);
+	CHECK(st.count[EV_COUNTER] == 81);
+	/* AppDomain resource monitoring is compiled out of .NET 5+ on Linux. */
+	CHECK(st.count[EV_APPDOMAIN_MEM_ALLOCATED] == 0);
+
+	/* The first GC's heap statistics, as the runtime sent them (v2, 110 bytes). */
+	CHECK(st.first_heap.size[0] == 560);
+	CHECK(st.first_heap.size[1] == 331512);
+	CHECK(st.first_heap.size[2] == 0);
+	CHECK(st.first_heap.size[3] == 4000224);
+	CHECK(st.first_heap.size[4] == 8184);
+	CHECK(st.first_heap.promoted[0] == 327704);
+	CHECK(st.first_heap.has_poh == 1);
+
+	static const char *const names[] = {
+	    "cpu-usage", "working-set", "gc-heap-size", "gen-0-gc-count", "gen-2-gc-count",         "loh-size",
+	    "poh-size",  "alloc-rate",  "time-in-gc",   "gc-committed",   "total-pause-time-by-gc", "time-in-jit"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		CHECK_MSG(has_counter(&st, names[i]), "counter %s missing", names[i]);
+	CHECK(st.n_counters == 27);
+	CHECK(st.gc_heap_size_in_mb);
+	CHECK(st.alloc_rate_is_sum);
+	CHECK(st.cpu_usage_is_mean);
+
+	CHECK(st.n_saved >= 10);
+
+	/* Random mutations of recorded payloads: decoded or rejected, never a
+	 * crash or an over-read. */
+	srand(7);
+	for (int round = 0; round < 20000; round++) {
+		const struct saved *s = &st.saved[(size_t)rand() % st.n_saved];
+		uint8_t *copy = malloc(s->size);
+		struct nettrace_event ev;
+		struct ev_record r;
+		memcpy(copy, s->payload, s->size);
+		for (int k = 0; k < 1 + rand() % 4; k++)
+			copy[(size_t)rand() % s->size] = (uint8_t)rand();
+		memset(&ev, 0, sizeof(ev));
+		ev.meta = s->meta;
+		ev.payload = copy;
+		ev.payload_size = s->size - (uint32_t)(rand() % 3 == 0 ? (uint32_t)rand() % s->size : 0);
+		int rc = events_decode(&ev, 8, &r, NULL, 0);
+		CHECK(rc == 1 || rc == -EBADMSG);
+		free(copy);
+	}
+	nettrace_free(p);
+	free(data);
+}
+
+/* The other recordings: every event decodes or is not ours, none is malformed. */
+static void test_all_clean(const char *name)
+{
+	struct stats st;
+	size_t len;
+	uint8_t *data = load(name, &len);
+	struct nettrace_callbacks cb = {.ctx = &st, .on_info = on_info, .on_event = on_event};
+
+	memset(&st, 0, sizeof(st));
+	CHECK_MSG(data != NULL, "%s", name);
+	if (!data)
+		return;
+	nettrace_parser *p = nettrace_new(&cb, NULL);
+	CHECK(nettrace_feed(p, data, len) == 0);
+	CHECK(nettrace_finish(p) == 0);
+	CHECK_MSG(st.errors == 0, "%s: %u malformed events", name, st.errors);
+	CHECK(st.count[EV_GC_HEAP_STATS] > 0 && st.count[EV_GC_ALLOC_TICK] > 0);
+	nettrace_free(p);
+	free(data);
+}
+
+int main(void)
+{
+	test_recorded();
+	test_all_clean("gc-stopped.nettrace");
+	test_all_clean("gc-stacks.nettrace");
+	return check_done();
+}
