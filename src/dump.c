@@ -167,6 +167,8 @@ static int path_is_root_safe(const char *path, char *err, size_t errlen)
 	}
 }
 
+#define LIBCORECLR "/libcoreclr.so"
+
 int dump_find_createdump(pid_t pid, int other_mount_ns, char *out, size_t outlen, char *err, size_t errlen)
 {
 	char path[64], line[PATH_MAX + 256], dir[PATH_MAX] = "";
@@ -186,8 +188,8 @@ int dump_find_createdump(pid_t pid, int other_mount_ns, char *out, size_t outlen
 			continue;
 		n = strcspn(p, "\n");
 		p[n] = '\0';
-		if (n > 15 && strcmp(p + n - 15, "/libcoreclr.so") == 0) {
-			p[n - 14] = '\0';
+		if (n >= sizeof(LIBCORECLR) - 1 && strcmp(p + n - (sizeof(LIBCORECLR) - 1), LIBCORECLR) == 0) {
+			p[n - (sizeof(LIBCORECLR) - 1) + 1] = '\0'; /* keep the directory's '/' */
 			snprintf(dir, sizeof(dir), "%s", p);
 			break;
 		}

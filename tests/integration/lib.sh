@@ -32,17 +32,25 @@ fail() {
 	exit 1
 }
 
-# start_app: starts MemSpike reading commands from fd 3; sets APP_PID.
+# start_app [RUNNER...]: starts MemSpike reading commands from fd 3, run
+# through RUNNER when given (e.g. setpriv to change user, env to change the
+# runtime); sets APP_PID.
 start_app() {
-	mkfifo "$T/cmd"
+	mkfifo -m 0666 "$T/cmd"
 	exec 3<>"$T/cmd"
-	"$APP" <"$T/cmd" >"$T/app.out" 2>&1 &
+	: >"$T/app.out"
+	chmod 0666 "$T/app.out"
+	"$@" "$APP" <"$T/cmd" >"$T/app.out" 2>&1 &
 	APP_PID=$!
 	PIDS+=("$APP_PID")
 	wait_for "grep -q ready '$T/app.out'" 10 || fail "MemSpike did not start"
 	# The diagnostics socket appears as the runtime starts; wait for it too.
-	wait_for "ls /tmp/dotnet-diagnostic-$APP_PID-*-socket >/dev/null 2>&1" 10 || fail "no diagnostics socket"
+	wait_for "ls ${SOCKET_DIR:-/tmp}/dotnet-diagnostic-$APP_PID-*-socket >/dev/null 2>&1" 10 ||
+		fail "no diagnostics socket"
 }
+
+# as_nobody: the RUNNER that starts a program as the unprivileged user nobody.
+as_nobody() { exec setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 
 app_cmd() { echo "$*" >&3; }
 
