@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Discovery with the real runtime: `dumpwatch ps` lists a plain process, one
+# with its own TMPDIR, and one in its own pid and mount namespace with a
+# private /tmp (as in a container); the namespaced one is watched and dumped
+# by its host pid. A user who may not reach a process's socket gets one clear
+# line and exit 2.
+source "$(dirname "$0")/lib.sh"
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for namespaces and another user"; exit 0; }
+
+start_app
+PLAIN=$APP_PID
+
+mkdir -m 0777 "$T/tmpdir"
+mkfifo "$T/cmd2"
+exec 4<>"$T/cmd2"
+TMPDIR="$T/tmpdir" "$APP" <"$T/cmd2" >"$T/app2.out" 2>&1 &
+OWN_TMP=$!
+PIDS+=("$OWN_TMP")
+wait_for "ls '$T/tmpdir'/dotnet-diagnostic-$OWN_TMP-*-socket >/dev/null 2>&1" 10 || fail "no socket in own TMPDIR"
+
+mkfifo "$T/cmd3"
+exec 5<>"$T/cmd3"
+unshare --fork --pid --mount --mount-proc sh -c 'mount -t tmpfs tmpfs /tmp && exec "$0"' "$APP" \
+	<"$T/cmd3" >"$T/app3.out" 2>&1 &
+PIDS+=("$!")
+wait_for "grep -q ready '$T/app3.out'" 10 || fail "namespaced MemSpike did not start"
+CONTAINED=$(pgrep -f "^$APP" -P "$(pgrep -P $! | head -1)" || pgrep -n -f "^$APP")
+PIDS+=("$CONTAINED")
+grep -q 'ready pid=1 ' "$T/app3.out" || fail "not pid 1 in its namespace: $(cat "$T/app3.out")"
+
+wait_for "'$DUMPWATCH' ps --json | grep -q '\"pid\":$CONTAINED,'" 10 || fail "ps did not list the namespaced process"
+"$DUMPWATCH" ps --json >"$T/ps.json"
+"$DUMPWATCH" ps >"$T/ps.txt"
+grep -q "\"pid\":$PLAIN,.*\"name\":\"MemSpike\".*\"runtime_version\":\"10\." "$T/ps.json" || fail "plain process: $(cat "$T/ps.json")"
+grep "\"pid\":$OWN_TMP," "$T/ps.json" | grep -q "\"socket\":\"$T/tmpdir/dotnet-diagnostic-$OWN_TMP-" ||
+	fail "own TMPDIR process: $(cat "$T/ps.json")"
+grep "\"pid\":$CONTAINED," "$T/ps.json" | grep -q '"nspid":1,' || fail "namespaced process nspid: $(cat "$T/ps.json")"
+grep -q "^$PLAIN  *MemSpike  *10\." "$T/ps.txt" || fail "table: $(cat "$T/ps.txt")"
+
+# Watch and dump the namespaced process by its host pid (its runtime cannot
+# see our dump directory, so dumpwatch runs createdump itself).
+start_dw --pid "$CONTAINED" --when 'loh-size > 100MB' --dump-type triage --dump-dir "$DUMPS" --journal "$JOURNAL"
+wait_attached
+echo "loh 150" >&5
+wait_dw 30
+[ "$DW_RC" -eq 0 ] || fail "namespaced target: exit $DW_RC"
+core=$(find "$DUMPS" -name '*.core')
+[ -n "$core" ] || fail "no dump of the namespaced process"
+"$DW_CORECHECK" "$core" 1 >/dev/null || "$DW_CORECHECK" "$core" "$CONTAINED" >/dev/null || fail "bad core"
+grep '"event":"dump"' "$JOURNAL" | grep -q '"via":"exec"' || fail "expected the exec path"
+
+# A user that may not connect to root's socket.
+set +e
+out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$DUMPWATCH" "$PLAIN" 500 2>&1)
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "unreachable socket: exit $rc ($out)"
+[ "$(echo "$out" | wc -l)" -eq 1 ] || fail "expected one line: $out"
+echo "$out" | grep -qi "permission\|not allowed\|as root" || fail "unreachable message: $out"
+echo "PASS: ps finds plain, own-TMPDIR and namespaced processes; namespaced one dumped; unreachable socket refused ($out)"
