@@ -53,8 +53,21 @@ struct watcher {
 	uint32_t dumps_done;
 	int64_t last_verbose_ns;
 	int in_event; /* evaluating because an event arrived */
+	uint32_t last_gc_index, last_gc_gen; /* for -v */
 	int64_t start_ns;
 };
+
+/* A JSON number with the given decimals (negative: 15 significant digits),
+ * not with the 17 digits a double would otherwise get. */
+static struct json_object *jnum(double v, int decimals)
+{
+	char buf[64];
+	if (decimals < 0)
+		snprintf(buf, sizeof(buf), "%.15g", v);
+	else
+		snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+	return json_object_new_double_s(v, buf);
+}
 
 struct read_ctx {
 	struct metrics *m;
@@ -111,7 +124,7 @@ static void fire(struct watcher *w, size_t i, int64_t now)
 		char vb[32];
 		json_object_array_add(conds, json_object_new_string(r->conds[c].text));
 		if (read_metric(&rc, &r->conds[c].metric, &v, &sample)) {
-			json_object_object_add(vals, r->conds[c].metric.name, json_object_new_double(v));
+			json_object_object_add(vals, r->conds[c].metric.name, jnum(v, -1));
 			if (sample > newest_sample)
 				newest_sample = sample;
 			int n =
@@ -128,11 +141,11 @@ static void fire(struct watcher *w, size_t i, int64_t now)
 	 * transport's flush delay plus dumpwatch's own. */
 	if (newest_sample > 0 && newest_sample <= now)
 		json_object_object_add(rec, "detect_delay_ms",
-		                       json_object_new_double((double)(now - newest_sample) / 1e6));
+		                       jnum((double)(now - newest_sample) / 1e6, 3));
 	/* dumpwatch's own share: from reading the bytes to this decision. */
 	if (w->in_event)
 		json_object_object_add(rec, "read_to_fire_ms",
-		                       json_object_new_double((double)(now - session_read_ns(w->session)) / 1e6));
+		                       jnum((double)(now - session_read_ns(w->session)) / 1e6, 3));
 	json_object_object_add(rec, "fired_unix_us", json_object_new_int64(loop_wall_now() / 1000));
 	journal_write(w->journal, "fire", rec);
 	log_info("rule %s fired for pid %d (%s): %s", r->name, (int)t->pid, session_name(w->session), desc);
@@ -217,12 +230,15 @@ static void verbose_event(struct watcher *w, const struct ev_record *r, int64_t 
 		printf("%8.3fs %s/%s = %g %s\n", rel, r->u.counter.provider, r->u.counter.name, r->u.counter.value,
 		       r->u.counter.display_units);
 		break;
+	case EV_GC_END:
+		/* GCHeapStats follows the GCEnd of the GC it describes. */
+		w->last_gc_index = r->u.gc_end.count;
+		w->last_gc_gen = r->u.gc_end.depth;
+		break;
 	case EV_GC_HEAP_STATS: {
 		const struct ev_gc_heap_stats *h = &r->u.heap_stats;
-		struct metrics_gc g;
-		int have = metrics_last_gc(session_metrics(w->session), &g);
-		printf("%8.3fs gc #%u gen%u: gen0=%s gen1=%s gen2=%s loh=%s poh=%s\n", rel, have ? g.index : 0,
-		       have ? g.generation : 0, units_format((double)h->size[0], UNIT_BYTES, b1, sizeof(b1)),
+		printf("%8.3fs gc #%u gen%u end: gen0=%s gen1=%s gen2=%s loh=%s poh=%s\n", rel, w->last_gc_index,
+		       w->last_gc_gen, units_format((double)h->size[0], UNIT_BYTES, b1, sizeof(b1)),
 		       units_format((double)h->size[1], UNIT_BYTES, b2, sizeof(b2)),
 		       units_format((double)h->size[2], UNIT_BYTES, b3, sizeof(b3)),
 		       units_format((double)h->size[3], UNIT_BYTES, b4, sizeof(b4)),
@@ -352,7 +368,7 @@ static void on_dump_ready(struct loop *l, int fd, uint32_t events, void *ctx)
 	w->dumps_done++;
 	json_object_object_add(rec, "path", json_object_new_string(res.path));
 	json_object_object_add(rec, "bytes", json_object_new_int64((int64_t)res.bytes));
-	json_object_object_add(rec, "duration_ms", json_object_new_double(res.duration_ms));
+	json_object_object_add(rec, "duration_ms", jnum(res.duration_ms, 1));
 	json_object_object_add(rec, "via", json_object_new_string(res.via));
 	json_object_object_add(rec, "type", json_object_new_string(rule_dump_type_name(r->dump_type)));
 	journal_write(w->journal, "dump", rec);

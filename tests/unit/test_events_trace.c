@@ -229,8 +229,39 @@ static void test_all_clean(const char *name)
 	free(data);
 }
 
+/* Recorded with `dumpwatch record` while MemSpike ran: loh 40, soh 10,
+ * poh 5, release, spike 50 200, gc 0. The session was stopped by dumpwatch,
+ * so the stream ends at its closing tag. */
+static void test_record_cli(void)
+{
+	struct stats st;
+	size_t len;
+	uint8_t *data = load("record-loh-spike.nettrace", &len);
+	struct nettrace_callbacks cb = {.ctx = &st, .on_info = on_info, .on_event = on_event};
+
+	memset(&st, 0, sizeof(st));
+	CHECK(data != NULL);
+	if (!data)
+		return;
+	nettrace_parser *p = nettrace_new(&cb, NULL);
+	CHECK(nettrace_feed(p, data, len) == 0);
+	CHECK(nettrace_finish(p) == 0);
+	CHECK(st.errors == 0);
+	CHECK_MSG(st.loh_ticks >= 90 && st.loh_ticks <= 94, "LOH ticks %u", st.loh_ticks);
+	CHECK_MSG(st.loh_bytes >= 90000000 && st.loh_bytes < 94100000, "LOH bytes %llu",
+	          (unsigned long long)st.loh_bytes);
+	CHECK_MSG(st.poh_bytes >= 4000000 && st.poh_bytes <= 5100000, "POH bytes %llu",
+	          (unsigned long long)st.poh_bytes);
+	CHECK(st.count[EV_GC_HEAP_STATS] == 11);
+	CHECK(st.count[EV_COUNTER] == 108);
+	CHECK(has_counter(&st, "gc-heap-size"));
+	nettrace_free(p);
+	free(data);
+}
+
 int main(void)
 {
+	test_record_cli();
 	test_recorded();
 	test_all_clean("gc-stopped.nettrace");
 	test_all_clean("gc-stacks.nettrace");
