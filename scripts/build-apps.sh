@@ -4,6 +4,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$here/build/apps}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1
 if ! command -v dotnet >/dev/null; then
 	echo "build-apps: the .NET SDK (dotnet) is not on PATH; install the .NET SDK 8 or newer" >&2

@@ -4,11 +4,15 @@
 # dumpwatch's decision to dump (journal "fired_unix_us"), over RUNS runs.
 # Also prints dumpwatch's own share (read of the bytes -> decision) and the
 # event-to-decision delay it measured itself. Not a test: figures only.
-#   usage: tests/bench/latency.sh [BUILD_DIR] [RUNS]
+# MODE idle: the program is quiet before the spike, so the runtime's streaming
+# thread is asleep waiting for events; busy: it allocates 20 MB/s of garbage
+# throughout, so the thread is in its steady flush-then-sleep-100-ms cycle.
+#   usage: tests/bench/latency.sh [BUILD_DIR] [RUNS] [idle|busy]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build}
 runs=${2:-10}
+mode=${3:-idle}
 dw="$build/dumpwatch"
 app="$build/apps/MemSpike/MemSpike"
 t=$(mktemp -d /tmp/dw-lat.XXXXXX)
@@ -31,9 +35,10 @@ for i in $(seq "$runs"); do
 	pids+=("$dp")
 	for _ in $(seq 100); do grep -q 'watching pid' "$t/dw.out" && break; sleep 0.1; done
 	grep -q 'watching pid' "$t/dw.out" || { cat "$t/dw.out"; exit 1; }
+	[ "$mode" = busy ] && echo "churn 20" >&3
 	sleep 0.5
 	# Random phase against the runtime's 100 ms flush cycle.
-	sleep "0.$((RANDOM % 100))"
+	sleep "$((RANDOM % 100 / 100)).$(printf %02d $((RANDOM % 100)))"
 	echo "mark 200" >&3
 	echo "loh 300" >&3
 	wait "$dp" || true
@@ -54,7 +59,7 @@ summary() { # column, scale, label, decimals
 			printf "%-40s median %." d "f ms, min %." d "f ms, max %." d "f ms\n", l, m, v[1], v[NR]
 		}'
 }
-echo "detection latency over $runs runs:"
+echo "detection latency over $runs runs ($mode before the spike):"
 summary 1 1000 "allocation crossed 200 MB -> decision:" 1
 summary 3 1 "event timestamp -> decision:" 1
 summary 2 1 "bytes read -> decision (dumpwatch):" 3

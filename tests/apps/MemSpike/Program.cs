@@ -9,6 +9,7 @@
 //   release        drop everything held and run a blocking full GC
 //   gc [GEN]       GC.Collect(GEN) (default 2)
 //   mark MB        print "crossed ..." when the held LOH bytes first reach MB during a later loh/spike
+//   churn MBPS     a background thread allocates MBPS MB/s of short-lived 1000-byte arrays (0 stops it)
 //   sleep MS       wait
 //   exit [CODE]    leave
 // Every command answers "done <command> t_us=<unix time in microseconds>".
@@ -18,6 +19,8 @@ using System.Diagnostics;
 static long NowUs() => (DateTime.UtcNow.Ticks - DateTime.UnixEpoch.Ticks) / 10;
 
 var held = new List<object>();
+var churnRate = 0; // MB per second of garbage, read by the churn thread
+Thread? churnThread = null;
 long heldLoh = 0, markBytes = -1;
 const int MB = 1_000_000;
 
@@ -57,6 +60,24 @@ bool Run(string line)
     case "release": Release(); break;
     case "gc": GC.Collect(Arg(1, 2)); break;
     case "mark": markBytes = (long)Arg(1, 0) * MB; break;
+    case "churn":
+        Volatile.Write(ref churnRate, Arg(1, 0));
+        if (churnThread == null) {
+            churnThread = new Thread(() => {
+                // 10 ms slices: allocate rate/100 MB of garbage, then sleep out the slice.
+                object? sink = null;
+                while (true) {
+                    var sw = Stopwatch.StartNew();
+                    long bytes = (long)Volatile.Read(ref churnRate) * MB / 100;
+                    for (long b = 0; b < bytes; b += 1000) sink = new byte[1000 - 24];
+                    GC.KeepAlive(sink);
+                    int left = 10 - (int)sw.ElapsedMilliseconds;
+                    if (left > 0) Thread.Sleep(left);
+                }
+            }) { IsBackground = true };
+            churnThread.Start();
+        }
+        break;
     case "sleep": Thread.Sleep(Arg(1, 0)); break;
     case "exit": Console.WriteLine($"done {line} t_us={NowUs()}"); Environment.Exit(Arg(1, 0)); break;
     default: Console.WriteLine($"error unknown command: {line}"); return true;

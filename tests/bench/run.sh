@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Prints every benchmark figure dumpwatch publishes: parser throughput on a
+# recorded trace, detection latency over 10 runs, and dumpwatch's own RSS and
+# CPU while watching. Figures only, never pass/fail. Builds first.
+#   usage: tests/bench/run.sh [BUILD_DIR]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$here/build}
+BUILD_DIR=$build "$here/scripts/build.sh" >/dev/null
+echo "machine: $(uname -srm), $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+echo "date: $(date -u +%Y-%m-%d), runtime: $("$build/apps/MemSpike/MemSpike" --script exit | sed -n 's/.*runtime=\([^ ]*\).*/\1/p')"
+echo
+echo "== parser throughput (one core)"
+"$build/bench_parser" "$here/tests/data/gc-alloc-counters.nettrace"
+echo
+echo "== detection latency"
+"$here/tests/bench/latency.sh" "$build" 10 idle
+echo
+"$here/tests/bench/latency.sh" "$build" 20 busy
+echo
+echo "== dumpwatch's cost while watching"
+"$here/tests/bench/watch_cost.sh" "$build" 20
