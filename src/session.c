@@ -119,10 +119,8 @@ void session_free(struct session *s)
 	free(s);
 }
 
-/* Builds the provider list: the runtime provider at the level the rules need,
- * and each EventCounters provider with its interval. */
-static size_t build_providers(const struct session_subscription *sub, struct ipc_provider *out, char *args,
-                              size_t argslen)
+size_t session_providers(const struct session_subscription *sub, struct ipc_provider *out, char *args,
+                         size_t argslen)
 {
 	size_t n = 0;
 
@@ -149,7 +147,7 @@ static size_t build_providers(const struct session_subscription *sub, struct ipc
 
 int session_start(struct session *s, const struct session_subscription *sub, char *err, size_t errlen)
 {
-	struct ipc_provider provs[SESSION_MAX_COUNTER_PROVIDERS + 1];
+	struct ipc_provider provs[SESSION_MAX_PROVIDERS];
 	char args[64];
 	size_t n;
 	int r;
@@ -158,7 +156,7 @@ int session_start(struct session *s, const struct session_subscription *sub, cha
 	if (r < 0)
 		return r;
 	discovery_process_name(&s->target, s->info.entry_assembly, s->name, sizeof(s->name));
-	n = build_providers(sub, provs, args, sizeof(args));
+	n = session_providers(sub, provs, args, sizeof(args));
 	if (n == 0) {
 		snprintf(err, errlen, "nothing to subscribe to");
 		return -EINVAL;

@@ -25,6 +25,16 @@ struct session_subscription {
 
 struct session;
 
+#define SESSION_MAX_PROVIDERS (SESSION_MAX_COUNTER_PROVIDERS + 1)
+
+/* Builds the EventPipe provider list for sub into out (room for
+ * SESSION_MAX_PROVIDERS): the runtime provider with the GC keyword at level 4,
+ * or 5 when allocation ticks are needed, and each EventCounters provider with
+ * "EventCounterIntervalSec=N" (written into args, which out refers to).
+ * Returns the number of providers; nothing is subscribed that sub does not ask for. */
+size_t session_providers(const struct session_subscription *sub, struct ipc_provider *out, char *args,
+                         size_t argslen);
+
 /* Called for every decoded event, after the metrics have taken it in. t_ns is
  * the event's time on CLOCK_MONOTONIC. */
 typedef void (*session_event_fn)(void *ctx, struct session *s, const struct ev_record *r, int64_t t_ns);

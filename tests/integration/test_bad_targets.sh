@@ -32,4 +32,17 @@ out=$("$DUMPWATCH" --pid "$SLEEP_PID" --when 'loh-szie > 200MB' 2>&1); rc=$?
 set -e
 [ "$rc" -eq 1 ] || fail "unknown metric: exit $rc"
 echo "$out" | grep -q 'did you mean "loh-size"' || fail "unknown metric message: $out"
-echo "PASS: non-.NET, missing pid and bad rules rejected with one clear line"
+# A .NET process with its diagnostics port turned off.
+mkfifo "$T/cmd"
+exec 3<>"$T/cmd"
+DOTNET_EnableDiagnostics=0 "$APP" <"$T/cmd" >"$T/app.out" 2>&1 &
+APP_PID=$!
+PIDS+=("$APP_PID")
+wait_for "grep -q ready '$T/app.out'" 10 || fail "MemSpike did not start"
+set +e
+out=$("$DUMPWATCH" "$APP_PID" 500 2>&1); rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "diagnostics disabled: exit $rc, expected 2 ($out)"
+echo "$out" | grep -q "DOTNET_EnableDiagnostics=0" || fail "diagnostics disabled message: $out"
+echo "PASS: non-.NET, missing pid, diagnostics disabled and bad rules rejected with one clear line"
+
