@@ -5,6 +5,8 @@
  * which unit a threshold is written in. Pure: constant tables only. */
 #include "dumpwatch/catalog.h"
 
+#include "dumpwatch/text.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -121,20 +123,6 @@ const char *catalog_id_name(enum metric_id id)
 	return "counter";
 }
 
-static char lower(char c)
-{
-	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-}
-
-static int eq_nocase(const char *a, const char *b)
-{
-	while (*a && *b && lower(*a) == lower(*b)) {
-		a++;
-		b++;
-	}
-	return *a == '\0' && *b == '\0';
-}
-
 static int name_char_ok(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
@@ -171,14 +159,14 @@ static int edit_distance(const char *a, const char *b)
 	for (i = 1; i <= la; i++) {
 		cur[0] = (int)i;
 		for (j = 1; j <= lb; j++) {
-			int cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+			int cost = text_lower(a[i - 1]) == text_lower(b[j - 1]) ? 0 : 1;
 			int best = prev[j] + 1;
 			if (cur[j - 1] + 1 < best)
 				best = cur[j - 1] + 1;
 			if (prev[j - 1] + cost < best)
 				best = prev[j - 1] + cost;
-			if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) &&
-			    lower(a[i - 2]) == lower(b[j - 1]) && prev2[j - 2] + 1 < best)
+			if (i > 1 && j > 1 && text_lower(a[i - 1]) == text_lower(b[j - 2]) &&
+			    text_lower(a[i - 2]) == text_lower(b[j - 1]) && prev2[j - 2] + 1 < best)
 				best = prev2[j - 2] + 1;
 			cur[j] = best;
 		}
@@ -314,7 +302,7 @@ int catalog_resolve(const char *name, struct metric_ref *out, char *err, size_t 
 		provider[plen] = '\0';
 		/* EventPipe matches provider names without regard to case; keep
 		 * the runtime's spelling so that counters match its events. */
-		if (eq_nocase(provider, RUNTIME_PROVIDER)) {
+		if (text_eq_nocase(provider, RUNTIME_PROVIDER)) {
 			snprintf(provider, sizeof(provider), "%s", RUNTIME_PROVIDER);
 			if (!find_runtime_counter(counter) && (hint = nearest_counter(counter)) != NULL) {
 				quote_text(shown, sizeof(shown), counter);

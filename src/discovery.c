@@ -12,6 +12,8 @@
  * same pid is older). */
 #include "dumpwatch/discovery.h"
 
+#include "dumpwatch/text.h"
+
 #include "discovery_internal.h"
 #include "dumpwatch/ipc.h"
 
@@ -391,39 +393,11 @@ void dn_process_name(const char *entry_assembly, const char *exe_name, const cha
 		snprintf(out, outlen, "?");
 }
 
-/* Length of one strict UTF-8 sequence at s[0..len), or 0 when invalid. */
+/* Length of the valid UTF-8 sequence at s, or 0 when it is not one. */
 static size_t utf8_len(const unsigned char *s, size_t len)
 {
-	uint32_t c = s[0], min;
-	size_t n;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF) {
-		n = 2;
-		c &= 0x1F;
-		min = 0x80;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		n = 3;
-		c &= 0x0F;
-		min = 0x800;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		n = 4;
-		c &= 0x07;
-		min = 0x10000;
-	} else {
-		return 0;
-	}
-	if (len < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3Fu);
-	}
-	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-		return 0;
-	return n;
+	uint32_t cp;
+	return text_utf8_decode(s, len, &cp);
 }
 
 void dn_json_string(FILE *f, const char *s)

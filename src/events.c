@@ -16,6 +16,8 @@
  * shorter one is -EBADMSG with a sentence naming the event. */
 #include "dumpwatch/events.h"
 
+#include "dumpwatch/text.h"
+
 #include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -58,76 +60,6 @@ static uint64_t rd64(const uint8_t *p)
 	uint64_t v;
 	memcpy(&v, p, sizeof(v));
 	return le64toh(v);
-}
-
-/* Appends code point cp as UTF-8 to out (size outsz, *n bytes used, NUL kept
- * room for). Returns 0, or -1 when it does not fit (the string is then cut
- * at this character boundary). */
-static int utf8_put(char *out, size_t outsz, size_t *n, uint32_t cp)
-{
-	char b[4];
-	size_t k;
-
-	if (cp < 0x80) {
-		b[0] = (char)cp;
-		k = 1;
-	} else if (cp < 0x800) {
-		b[0] = (char)(0xC0 | (cp >> 6));
-		b[1] = (char)(0x80 | (cp & 0x3F));
-		k = 2;
-	} else if (cp < 0x10000) {
-		b[0] = (char)(0xE0 | (cp >> 12));
-		b[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		b[2] = (char)(0x80 | (cp & 0x3F));
-		k = 3;
-	} else {
-		b[0] = (char)(0xF0 | (cp >> 18));
-		b[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-		b[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		b[3] = (char)(0x80 | (cp & 0x3F));
-		k = 4;
-	}
-	if (*n + k + 1 > outsz)
-		return -1;
-	memcpy(out + *n, b, k);
-	*n += k;
-	return 0;
-}
-
-/* Reads a NUL-terminated UTF-16LE string starting at p (avail bytes left).
- * Returns the bytes it occupies including the NUL, or 0 when no NUL is
- * within avail. When out is not NULL it receives the string as UTF-8,
- * truncated at a character boundary to fit outsz; lone surrogates become
- * U+FFFD. */
-static size_t utf16_read(const uint8_t *p, size_t avail, char *out, size_t outsz)
-{
-	size_t i, n = 0, end;
-	int full = 0;
-
-	for (end = 0; end + 2 <= avail; end += 2)
-		if (p[end] == 0 && p[end + 1] == 0)
-			break;
-	if (end + 2 > avail)
-		return 0;
-	if (out == NULL || outsz == 0)
-		return end + 2;
-	for (i = 0; i < end && !full; i += 2) {
-		uint32_t cp = rd16(p + i);
-		if (cp >= 0xD800 && cp <= 0xDBFF && i + 2 < end) {
-			uint32_t lo = rd16(p + i + 2);
-			if (lo >= 0xDC00 && lo <= 0xDFFF) {
-				cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-				i += 2;
-			} else {
-				cp = 0xFFFD;
-			}
-		} else if (cp >= 0xD800 && cp <= 0xDFFF) {
-			cp = 0xFFFD;
-		}
-		full = utf8_put(out, outsz, &n, cp) < 0;
-	}
-	out[n] = '\0';
-	return end + 2;
 }
 
 /* ---- Runtime-native events (PROTOCOL.md section 5, ClrEtwAll.man) ---- */
@@ -213,7 +145,7 @@ static int alloc_tick(const uint8_t *p, size_t len, uint32_t version, int pointe
 	a->kind = rd32(p + 4);
 	a->amount = rd64(p + 10); /* AllocationAmount64; the u32 at 0 is the same, capped */
 	off = 18 + (size_t)pointer_size;
-	s = utf16_read(p + off, len - off, a->type_name, sizeof(a->type_name));
+	s = text_utf16_read(p + off, len - off, a->type_name, sizeof(a->type_name));
 	if (s == 0)
 		return bad(err, errlen,
 		           "GCAllocationTick v%u payload is %zu bytes and its type name (at offset %zu) has no "
@@ -458,7 +390,7 @@ static int walk_string(struct walk *w, const struct nettrace_field *f, enum capt
 			dst = c->counter_type, dstsz = sizeof(c->counter_type), have = &c->have_type;
 		}
 	}
-	s = utf16_read(w->p + w->off, w->len - w->off, dst, dstsz);
+	s = text_utf16_read(w->p + w->off, w->len - w->off, dst, dstsz);
 	if (s == 0)
 		return walk_short(w, f, "string field");
 	w->off += s;

@@ -11,6 +11,8 @@
  * ds-dump-protocol.c, ds-process-protocol.c) and against .NET 10.0.12. */
 #include "dumpwatch/ipc.h"
 
+#include "dumpwatch/text.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -38,111 +40,6 @@ static const uint8_t ipc_magic[14] = "DOTNET_IPC_V1"; /* 13 chars + NUL */
 #define EP_MAX_PROVIDERS 1000
 
 /* --- UTF-8 / UTF-16 --- */
-
-/* Decodes one strict UTF-8 sequence from s[0..len): returns its length and
- * stores the code point, or returns 0 for an invalid, overlong, truncated or
- * surrogate sequence. */
-static size_t utf8_decode(const unsigned char *s, size_t len, uint32_t *ret_cp)
-{
-	uint32_t c = s[0], min;
-	size_t n, i;
-
-	if (c < 0x80) {
-		*ret_cp = c;
-		return 1;
-	}
-	if (c >= 0xC2 && c <= 0xDF) {
-		n = 2;
-		c &= 0x1F;
-		min = 0x80;
-	} else if (c >= 0xE0 && c <= 0xEF) {
-		n = 3;
-		c &= 0x0F;
-		min = 0x800;
-	} else if (c >= 0xF0 && c <= 0xF4) {
-		n = 4;
-		c &= 0x07;
-		min = 0x10000;
-	} else {
-		return 0;
-	}
-	if (len < n)
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3Fu);
-	}
-	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-		return 0;
-	*ret_cp = c;
-	return n;
-}
-
-/* Appends the UTF-8 encoding of cp to out[*pos..outlen-1) when it fits whole,
- * keeping room for the NUL. Returns 0, or -1 when it does not fit. */
-static int utf8_put(char *out, size_t outlen, size_t *pos, uint32_t cp)
-{
-	unsigned char b[4];
-	size_t n;
-
-	if (cp < 0x80) {
-		b[0] = (unsigned char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		b[0] = (unsigned char)(0xC0 | (cp >> 6));
-		b[1] = (unsigned char)(0x80 | (cp & 0x3F));
-		n = 2;
-	} else if (cp < 0x10000) {
-		b[0] = (unsigned char)(0xE0 | (cp >> 12));
-		b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-		b[2] = (unsigned char)(0x80 | (cp & 0x3F));
-		n = 3;
-	} else {
-		b[0] = (unsigned char)(0xF0 | (cp >> 18));
-		b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-		b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-		b[3] = (unsigned char)(0x80 | (cp & 0x3F));
-		n = 4;
-	}
-	if (*pos + n + 1 > outlen)
-		return -1;
-	memcpy(out + *pos, b, n);
-	*pos += n;
-	return 0;
-}
-
-/* Converts units UTF-16LE code units at p to NUL-terminated UTF-8 in out.
- * Stops at an embedded NUL; an unpaired surrogate becomes U+FFFD; the result
- * is truncated on a character boundary when out is too small. */
-static void utf16_to_utf8(const uint8_t *p, size_t units, char *out, size_t outlen)
-{
-	size_t pos = 0, i;
-
-	if (outlen == 0)
-		return;
-	for (i = 0; i < units; i++) {
-		uint32_t u = (uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8, cp = u;
-
-		if (u == 0)
-			break;
-		if (u >= 0xD800 && u <= 0xDBFF && i + 1 < units) {
-			uint32_t lo = (uint32_t)p[2 * i + 2] | (uint32_t)p[2 * i + 3] << 8;
-
-			if (lo >= 0xDC00 && lo <= 0xDFFF) {
-				cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
-				i++;
-			} else {
-				cp = 0xFFFD;
-			}
-		} else if (u >= 0xD800 && u <= 0xDFFF) {
-			cp = 0xFFFD;
-		}
-		if (utf8_put(out, outlen, &pos, cp) < 0)
-			break;
-	}
-	out[pos] = '\0';
-}
 
 /* --- request building --- */
 
@@ -223,7 +120,7 @@ static int put_string(struct ipc_buf *b, const char *s)
 		return put_u32(b, 0);
 	len = strlen(s);
 	for (i = 0; i < len;) {
-		size_t n = utf8_decode(p + i, len - i, &cp);
+		size_t n = text_utf8_decode(p + i, len - i, &cp);
 
 		if (n == 0)
 			return -EINVAL;
@@ -235,7 +132,7 @@ static int put_string(struct ipc_buf *b, const char *s)
 	if ((r = put_u32(b, (uint32_t)units)) < 0)
 		return r;
 	for (i = 0; i < len;) {
-		size_t n = utf8_decode(p + i, len - i, &cp);
+		size_t n = text_utf8_decode(p + i, len - i, &cp);
 
 		if (cp >= 0x10000) {
 			cp -= 0x10000;
@@ -450,7 +347,7 @@ static int rd_string(struct rd *r, char *out, size_t outlen)
 	s = r->p + r->pos;
 	if (s[2 * (units - 1)] != 0 || s[2 * (units - 1) + 1] != 0)
 		return -EBADMSG;
-	utf16_to_utf8(s, units - 1, out, outlen);
+	text_utf16_to_utf8(s, units - 1, out, outlen);
 	r->pos += 2 * (size_t)units;
 	return 0;
 }

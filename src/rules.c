@@ -8,6 +8,8 @@
  * "above", "below") are matched without regard to case. Pure. */
 #include "dumpwatch/rules.h"
 
+#include "dumpwatch/text.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,11 +31,6 @@ static int is_alnum(char c)
 	return is_alpha(c) || (c >= '0' && c <= '9');
 }
 
-static char lower(char c)
-{
-	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-}
-
 static const char *skip_space(const char *p)
 {
 	while (is_space(*p))
@@ -47,7 +44,7 @@ static int is_word(const char *p, const char *kw)
 	size_t i;
 
 	for (i = 0; kw[i]; i++)
-		if (lower(p[i]) != kw[i])
+		if (text_lower(p[i]) != kw[i])
 			return 0;
 	return !is_alnum(p[i]) && p[i] != '_';
 }
@@ -302,7 +299,7 @@ int rule_dump_type_parse(const char *text, enum dump_type *out)
 		return -EINVAL;
 	for (int t = DUMP_NORMAL; t <= DUMP_FULL; t++) {
 		const char *a = text, *b = dump_type_names[t];
-		while (*a && *b && lower(*a) == *b) {
+		while (*a && *b && text_lower(*a) == *b) {
 			a++;
 			b++;
 		}

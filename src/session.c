@@ -119,8 +119,7 @@ void session_free(struct session *s)
 	free(s);
 }
 
-size_t session_providers(const struct session_subscription *sub, struct ipc_provider *out, char *args,
-                         size_t argslen)
+size_t session_providers(const struct session_subscription *sub, struct ipc_provider *out, char *args, size_t argslen)
 {
 	size_t n = 0;
 

@@ -7,6 +7,8 @@
  * hex, "inf" and "nan", and follows the locale's decimal point. */
 #include "dumpwatch/units.h"
 
+#include "dumpwatch/text.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -74,24 +76,10 @@ static double dabs(double v)
 	return v < 0 ? -v : v;
 }
 
-static char lower(char c)
-{
-	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-}
-
-static int eq_nocase(const char *a, const char *b)
-{
-	while (*a && *b && lower(*a) == lower(*b)) {
-		a++;
-		b++;
-	}
-	return *a == '\0' && *b == '\0';
-}
-
 static const struct unit_def *find_unit(const struct unit_def *table, const char *name)
 {
 	for (; table->name; table++)
-		if (eq_nocase(table->name, name))
+		if (text_eq_nocase(table->name, name))
 			return table;
 	return NULL;
 }

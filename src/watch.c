@@ -52,7 +52,7 @@ struct watcher {
 	int stream_ended;
 	uint32_t dumps_done;
 	int64_t last_verbose_ns;
-	int in_event; /* evaluating because an event arrived */
+	int in_event;                        /* evaluating because an event arrived */
 	uint32_t last_gc_index, last_gc_gen; /* for -v */
 	int64_t start_ns;
 };
@@ -140,8 +140,7 @@ static void fire(struct watcher *w, size_t i, int64_t now)
 	/* How long after the event that made the rule true it fired: the
 	 * transport's flush delay plus dumpwatch's own. */
 	if (newest_sample > 0 && newest_sample <= now)
-		json_object_object_add(rec, "detect_delay_ms",
-		                       jnum((double)(now - newest_sample) / 1e6, 3));
+		json_object_object_add(rec, "detect_delay_ms", jnum((double)(now - newest_sample) / 1e6, 3));
 	/* dumpwatch's own share: from reading the bytes to this decision. */
 	if (w->in_event)
 		json_object_object_add(rec, "read_to_fire_ms",

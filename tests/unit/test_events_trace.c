@@ -130,21 +130,36 @@ static int has_counter(const struct stats *st, const char *name)
 	return 0;
 }
 
+/* Parses a whole recorded trace, decoding every event into st. Returns 0
+ * when it was read and ended cleanly. The parser stays alive in *ret_p so that
+ * saved metadata pointers remain valid; free it with nettrace_free. */
+static int parse_trace(const char *name, struct stats *st, nettrace_parser **ret_p)
+{
+	size_t len;
+	uint8_t *data = load(name, &len);
+	struct nettrace_callbacks cb = {.ctx = st, .on_info = on_info, .on_event = on_event};
+	int r = -1;
+
+	memset(st, 0, sizeof(*st));
+	*ret_p = nettrace_new(&cb, NULL);
+	CHECK_MSG(data != NULL, "%s missing", name);
+	if (data && *ret_p && nettrace_feed(*ret_p, data, len) == 0 && nettrace_finish(*ret_p) == 0)
+		r = 0;
+	free(data);
+	CHECK_MSG(r == 0, "%s did not parse cleanly", name);
+	CHECK_MSG(st->errors == 0, "%s: %u malformed events", name, st->errors);
+	return r;
+}
+
 static void test_recorded(void)
 {
 	struct stats st;
-	size_t len;
-	uint8_t *data = load("gc-alloc-counters.nettrace", &len);
-	struct nettrace_callbacks cb = {.ctx = &st, .on_info = on_info, .on_event = on_event};
+	nettrace_parser *p;
 
-	memset(&st, 0, sizeof(st));
-	CHECK(data != NULL);
-	if (!data)
+	if (parse_trace("gc-alloc-counters.nettrace", &st, &p) < 0) {
+		nettrace_free(p);
 		return;
-	nettrace_parser *p = nettrace_new(&cb, NULL);
-	CHECK(nettrace_feed(p, data, len) == 0);
-	CHECK(nettrace_finish(p) == 0);
-	CHECK(st.errors == 0);
+	}
 	CHECK(st.pointer_size == 8);
 
 	/* The program allocated 60 + 120 MB as 1 MB arrays (loh 60, spike 120),
@@ -205,28 +220,17 @@ static void test_recorded(void)
 		free(copy);
 	}
 	nettrace_free(p);
-	free(data);
 }
 
 /* The other recordings: every event decodes or is not ours, none is malformed. */
 static void test_all_clean(const char *name)
 {
 	struct stats st;
-	size_t len;
-	uint8_t *data = load(name, &len);
-	struct nettrace_callbacks cb = {.ctx = &st, .on_info = on_info, .on_event = on_event};
+	nettrace_parser *p;
 
-	memset(&st, 0, sizeof(st));
-	CHECK_MSG(data != NULL, "%s", name);
-	if (!data)
-		return;
-	nettrace_parser *p = nettrace_new(&cb, NULL);
-	CHECK(nettrace_feed(p, data, len) == 0);
-	CHECK(nettrace_finish(p) == 0);
-	CHECK_MSG(st.errors == 0, "%s: %u malformed events", name, st.errors);
-	CHECK(st.count[EV_GC_HEAP_STATS] > 0 && st.count[EV_GC_ALLOC_TICK] > 0);
+	if (parse_trace(name, &st, &p) == 0)
+		CHECK(st.count[EV_GC_HEAP_STATS] > 0 && st.count[EV_GC_ALLOC_TICK] > 0);
 	nettrace_free(p);
-	free(data);
 }
 
 /* Recorded with `dumpwatch record` while MemSpike ran: loh 40, soh 10,
@@ -235,18 +239,12 @@ static void test_all_clean(const char *name)
 static void test_record_cli(void)
 {
 	struct stats st;
-	size_t len;
-	uint8_t *data = load("record-loh-spike.nettrace", &len);
-	struct nettrace_callbacks cb = {.ctx = &st, .on_info = on_info, .on_event = on_event};
+	nettrace_parser *p;
 
-	memset(&st, 0, sizeof(st));
-	CHECK(data != NULL);
-	if (!data)
+	if (parse_trace("record-loh-spike.nettrace", &st, &p) < 0) {
+		nettrace_free(p);
 		return;
-	nettrace_parser *p = nettrace_new(&cb, NULL);
-	CHECK(nettrace_feed(p, data, len) == 0);
-	CHECK(nettrace_finish(p) == 0);
-	CHECK(st.errors == 0);
+	}
 	CHECK_MSG(st.loh_ticks >= 90 && st.loh_ticks <= 94, "LOH ticks %u", st.loh_ticks);
 	CHECK_MSG(st.loh_bytes >= 90000000 && st.loh_bytes < 94100000, "LOH bytes %llu",
 	          (unsigned long long)st.loh_bytes);
@@ -256,7 +254,6 @@ static void test_record_cli(void)
 	CHECK(st.count[EV_COUNTER] == 108);
 	CHECK(has_counter(&st, "gc-heap-size"));
 	nettrace_free(p);
-	free(data);
 }
 
 int main(void)

@@ -1,0 +1,132 @@
+/* Text helpers; see text.h. */
+#include "dumpwatch/text.h"
+
+#include <string.h>
+
+size_t text_utf8_decode(const unsigned char *s, size_t len, uint32_t *ret_cp)
+{
+	uint32_t c, min;
+	size_t n, i;
+
+	if (len == 0)
+		return 0;
+	c = s[0];
+	if (c < 0x80) {
+		*ret_cp = c;
+		return 1;
+	}
+	if (c >= 0xC2 && c <= 0xDF) {
+		n = 2;
+		c &= 0x1F;
+		min = 0x80;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		n = 3;
+		c &= 0x0F;
+		min = 0x800;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		n = 4;
+		c &= 0x07;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (len < n)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3Fu);
+	}
+	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+		return 0;
+	*ret_cp = c;
+	return n;
+}
+
+int text_utf8_put(char *out, size_t outlen, size_t *pos, uint32_t cp)
+{
+	unsigned char b[4];
+	size_t n;
+
+	if (cp < 0x80) {
+		b[0] = (unsigned char)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		b[0] = (unsigned char)(0xC0 | (cp >> 6));
+		b[1] = (unsigned char)(0x80 | (cp & 0x3F));
+		n = 2;
+	} else if (cp < 0x10000) {
+		b[0] = (unsigned char)(0xE0 | (cp >> 12));
+		b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+		b[2] = (unsigned char)(0x80 | (cp & 0x3F));
+		n = 3;
+	} else {
+		b[0] = (unsigned char)(0xF0 | (cp >> 18));
+		b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+		b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+		b[3] = (unsigned char)(0x80 | (cp & 0x3F));
+		n = 4;
+	}
+	if (*pos + n + 1 > outlen)
+		return -1;
+	memcpy(out + *pos, b, n);
+	*pos += n;
+	return 0;
+}
+
+void text_utf16_to_utf8(const uint8_t *p, size_t units, char *out, size_t outlen)
+{
+	size_t pos = 0, i;
+
+	if (outlen == 0)
+		return;
+	for (i = 0; i < units; i++) {
+		uint32_t u = (uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8, cp = u;
+
+		if (u == 0)
+			break;
+		if (u >= 0xD800 && u <= 0xDBFF && i + 1 < units) {
+			uint32_t lo = (uint32_t)p[2 * i + 2] | (uint32_t)p[2 * i + 3] << 8;
+
+			if (lo >= 0xDC00 && lo <= 0xDFFF) {
+				cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+				i++;
+			} else {
+				cp = 0xFFFD;
+			}
+		} else if (u >= 0xD800 && u <= 0xDFFF) {
+			cp = 0xFFFD;
+		}
+		if (text_utf8_put(out, outlen, &pos, cp) < 0)
+			break;
+	}
+	out[pos] = '\0';
+}
+
+size_t text_utf16_read(const uint8_t *p, size_t avail, char *out, size_t outlen)
+{
+	size_t end;
+
+	for (end = 0; end + 2 <= avail; end += 2)
+		if (p[end] == 0 && p[end + 1] == 0)
+			break;
+	if (end + 2 > avail)
+		return 0;
+	if (out && outlen)
+		text_utf16_to_utf8(p, end / 2, out, outlen);
+	return end + 2;
+}
+
+char text_lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+}
+
+int text_eq_nocase(const char *a, const char *b)
+{
+	while (*a && *b && text_lower(*a) == text_lower(*b)) {
+		a++;
+		b++;
+	}
+	return *a == '\0' && *b == '\0';
+}
