@@ -6,7 +6,13 @@
  * the live estimate of a generation is "its size at the last GC end plus the
  * ticks of its kind since then". LOH and POH grow only by allocation between
  * GCs, so their estimates are close; heap-size adds small-object ticks to the
- * gen0 figure, which is what GC.GetTotalMemory reports too. */
+ * gen0 figure, which is what GC.GetTotalMemory reports too.
+ *
+ * Events reach us in per-thread blocks, not in time order: a background GC's
+ * GCHeapStats (written by the GC thread) can arrive after allocation ticks of
+ * the application thread stamped later than it. So the estimate goes by
+ * timestamps: the newest heap statistics by time, plus the ticks stamped after
+ * them, whichever arrived first. Recent ticks are kept in a ring for that. */
 #include "dumpwatch/metrics.h"
 
 #include <math.h>
@@ -19,6 +25,10 @@
 #define N_BUCKETS ((int)(METRICS_RATE_WINDOW_NS / BUCKET_NS))
 #define GC_RING 1024
 #define MAX_COUNTERS 256
+/* Ticks kept to re-add those newer than late-arriving heap statistics: at one
+ * tick per ~100 KB of small objects (one per large object) this covers
+ * ~400 MB of allocation between two GC ends. */
+#define TICK_RING 4096
 
 struct rate {
 	int64_t bucket_id[N_BUCKETS]; /* which 10 ms slot each bucket holds */
@@ -38,9 +48,16 @@ struct metrics {
 	int have_heap;
 	uint64_t size[5], promoted[5];
 	int64_t heap_ns;
-	/* Bytes allocated by kind since the last GC end (from ticks). */
+	/* Bytes allocated by kind after heap_ns (from ticks). */
 	uint64_t since_gc[3];
 	int64_t since_gc_ns;
+	/* Recent ticks stamped after heap_ns, oldest first. */
+	struct {
+		int64_t t_ns;
+		uint64_t amount;
+		uint32_t kind;
+	} ticks[TICK_RING];
+	uint32_t tick_head, tick_n;
 	/* Cumulative allocation since the session began. */
 	uint64_t allocated_total;
 	int have_alloc;
@@ -102,6 +119,28 @@ static double rate_get(const struct rate *r, int64_t now_ns)
 	return (double)sum * 1e9 / (double)METRICS_RATE_WINDOW_NS;
 }
 
+/* Drops the kept ticks stamped at or before heap_ns and recomputes the bytes
+ * allocated after it from the rest. */
+static void rebase_ticks(struct metrics *m)
+{
+	uint32_t kept = 0;
+
+	memset(m->since_gc, 0, sizeof(m->since_gc));
+	m->since_gc_ns = 0;
+	for (uint32_t i = 0; i < m->tick_n; i++) {
+		uint32_t from = (m->tick_head + i) % TICK_RING;
+		if (m->ticks[from].t_ns <= m->heap_ns)
+			continue;
+		uint32_t to = (m->tick_head + kept) % TICK_RING;
+		m->ticks[to] = m->ticks[from];
+		m->since_gc[m->ticks[to].kind] += m->ticks[to].amount;
+		if (m->ticks[to].t_ns > m->since_gc_ns)
+			m->since_gc_ns = m->ticks[to].t_ns;
+		kept++;
+	}
+	m->tick_n = kept;
+}
+
 static void gc_ring_push(struct metrics *m, uint32_t gen, int64_t t_ns)
 {
 	if (gen > 2)
@@ -156,10 +195,19 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 		break;
 	case EV_GC_ALLOC_TICK: {
 		uint32_t k = r->u.alloc.kind <= EV_ALLOC_PINNED ? r->u.alloc.kind : EV_ALLOC_SMALL;
-		/* A tick stamped before the last heap statistics is already in them. */
+		/* A tick stamped before the newest heap statistics is already in them. */
 		if (!m->have_heap || t_ns > m->heap_ns) {
 			m->since_gc[k] += r->u.alloc.amount;
-			m->since_gc_ns = t_ns;
+			if (t_ns > m->since_gc_ns)
+				m->since_gc_ns = t_ns;
+			uint32_t slot = (m->tick_head + m->tick_n) % TICK_RING;
+			if (m->tick_n == TICK_RING) /* full: forget the oldest */
+				m->tick_head = (m->tick_head + 1) % TICK_RING;
+			else
+				m->tick_n++;
+			m->ticks[slot].t_ns = t_ns;
+			m->ticks[slot].amount = r->u.alloc.amount;
+			m->ticks[slot].kind = k;
 		}
 		rate_add(&m->rates[k], t_ns, r->u.alloc.amount);
 		m->allocated_total += r->u.alloc.amount;
@@ -207,11 +255,14 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 		m->gc_count++;
 		break;
 	case EV_GC_HEAP_STATS:
+		/* Statistics older than the newest we hold describe the past. */
+		if (m->have_heap && t_ns < m->heap_ns)
+			break;
 		memcpy(m->size, r->u.heap_stats.size, sizeof(m->size));
 		memcpy(m->promoted, r->u.heap_stats.promoted, sizeof(m->promoted));
 		m->have_heap = 1;
 		m->heap_ns = t_ns;
-		memset(m->since_gc, 0, sizeof(m->since_gc));
+		rebase_ticks(m);
 		if (!m->have_first_heap) {
 			m->have_first_heap = 1;
 			for (int i = 0; i < 5; i++)

@@ -25,9 +25,9 @@ enum metric_id {
 	M_SOH_ALLOC_RATE,
 	M_LOH_ALLOC_RATE,
 	M_POH_ALLOC_RATE,
-	M_APPDOMAIN_ALLOCATED, /* bytes allocated over the last interval */
-	M_APPDOMAIN_SURVIVED,  /* bytes that survived the last GC */
-	M_APPDOMAIN_FREED,     /* allocated - heap growth over the last interval */
+	M_APPDOMAIN_ALLOCATED, /* bytes allocated since attach (allocation ticks) */
+	M_APPDOMAIN_SURVIVED,  /* bytes promoted by the last GC */
+	M_APPDOMAIN_FREED,     /* allocated since attach - heap growth since the first GC seen */
 	M_COUNTER,             /* an EventCounter: provider + counter name */
 	M__COUNT
 };

@@ -56,7 +56,8 @@ app_cmd() { echo "$*" >&3; }
 
 # start_dw ARGS...: runs dumpwatch in the background; sets DW_PID.
 start_dw() {
-	"$DUMPWATCH" "$@" >"$T/dw.out" 2>&1 &
+	# -v: on failure, the output shows which events arrived.
+	"$DUMPWATCH" -v "$@" >"$T/dw.out" 2>&1 &
 	DW_PID=$!
 	PIDS+=("$DW_PID")
 }

@@ -9,7 +9,7 @@
 # - --dump-via exec against a runtime installed in a world-writable directory:
 #   refused as root, with the reason.
 source "$(dirname "$0")/lib.sh"
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root to start a target as another user"; exit 0; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root to start a target as another user"; exit 77; }
 
 # 1. Target as nobody, dump directory root-owned 0755.
 start_app as_nobody

@@ -5,7 +5,7 @@
 # by its host pid. A user who may not reach a process's socket gets one clear
 # line and exit 2.
 source "$(dirname "$0")/lib.sh"
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for namespaces and another user"; exit 0; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for namespaces and another user"; exit 77; }
 
 start_app
 PLAIN=$APP_PID
