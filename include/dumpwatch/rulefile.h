@@ -1,0 +1,67 @@
+/* Rule files (JSON, parsed with json-c): one rule object, or {"rules": [...]}.
+ * Strict validation with positions: every problem is reported as
+ * "file:line:column: message", where the position is that of the offending
+ * key or value in the source text (json-c keeps no positions, so the text is
+ * scanned for them). Pure: text in, rules and diagnostics out; reading the
+ * file is the caller's job. See README "Rule files" for the format and its
+ * defaults. */
+#ifndef DUMPWATCH_RULEFILE_H
+#define DUMPWATCH_RULEFILE_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dumpwatch/rules.h"
+
+#define RULEFILE_GLOB_MAX 256
+#define RULEFILE_DESC_MAX 512
+#define RULEFILE_MSG_MAX 512
+
+/* Which processes a rule guards; every filter given must match. */
+struct rule_filter {
+	char name[RULEFILE_GLOB_MAX]; /* glob on the process name; "" = any */
+	char cmdline[RULEFILE_GLOB_MAX]; /* glob on the full command line; "" = any */
+	int has_pid;
+	pid_t pid;
+	int has_user;
+	char user[64]; /* as written: a user name or a decimal uid */
+};
+
+struct file_rule {
+	struct rule rule; /* name, conditions, limits, dump type */
+	char description[RULEFILE_DESC_MAX];
+	struct rule_filter filter;
+	char dump_dir[PATH_MAX]; /* "" = the daemon's --dump-dir */
+	char name_template[256]; /* dump file name template; "" = the default */
+	int enabled;
+	int line; /* where the rule object starts in its file */
+};
+
+struct rule_diag {
+	int line, column; /* 1-based; 0 when unknown */
+	char message[RULEFILE_MSG_MAX];
+};
+
+/* Parses the rule file text (len bytes; need not be NUL-terminated).
+ * On success returns the number of rules (>= 0) in *ret (malloc'd, free with
+ * free()). When the file has any error, returns -EINVAL, *ret is NULL, and up
+ * to max_diags diagnostics are stored in diags with their count in
+ * *ret_ndiags (the first error of each kind is always among them). A file is
+ * all or nothing: one bad rule rejects the file, so that the caller keeps its
+ * last good version. */
+int rulefile_parse(const char *text, size_t len, struct file_rule **ret, struct rule_diag *diags,
+		   size_t max_diags, size_t *ret_ndiags);
+
+/* Formats d as "path:line:column: message" into buf. */
+void rulefile_format_diag(const char *path, const struct rule_diag *d, char *buf, size_t len);
+
+/* Whether a process matches a rule's filter. name is the process name as
+ * discovery_process_name gives it, cmdline the full command line, uid its
+ * real uid; user names are resolved with getpwnam by the caller beforehand
+ * into uid_of_user (-1 when the name does not exist). */
+int rulefile_filter_match(const struct rule_filter *f, const char *name, const char *cmdline, pid_t pid, uid_t uid,
+			  long uid_of_user);
+
+#endif
