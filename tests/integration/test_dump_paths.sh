@@ -11,7 +11,12 @@
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root to start a target as another user"; exit 77; }
 
-# 1. Target as nobody, dump directory root-owned 0755.
+# 1. Target as nobody, dump directory root-owned 0755. The program runs from
+# a world-readable copy: the checkout may sit where nobody cannot read.
+cp -r "$(dirname "$APP")" "$T/app-copy"
+chmod -R a+rX "$T/app-copy"
+ROOT_APP=$APP
+APP="$T/app-copy/$(basename "$APP")"
 start_app as_nobody
 start_dw --pid "$APP_PID" --when 'loh-size > 100MB' --dump-type triage --dump-dir "$DUMPS" --journal "$JOURNAL"
 wait_attached
@@ -45,6 +50,7 @@ rm -f "$T/cmd"
 rm -rf "$DUMPS" && mkdir -p "$DUMPS"
 
 # 3. --dump-via exec on a root target: the runtime's createdump run directly.
+APP=$ROOT_APP
 start_app
 rm -f "$JOURNAL"
 start_dw --pid "$APP_PID" --when 'loh-size > 100MB' --dump-type triage --dump-via exec --dump-dir "$DUMPS" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Discovery with the real runtime: `dumpwatch ps` lists a plain process, one
 # with its own TMPDIR, and one in its own pid and mount namespace with a
-# private /tmp (as in a container); the namespaced one is watched and dumped
+# private socket directory (as in a container); the namespaced one is watched and dumped
 # by its host pid. A user who may not reach a process's socket gets one clear
 # line and exit 2.
 source "$(dirname "$0")/lib.sh"
@@ -20,13 +20,18 @@ wait_for "ls '$T/tmpdir'/dotnet-diagnostic-$OWN_TMP-*-socket >/dev/null 2>&1" 10
 
 mkfifo "$T/cmd3"
 exec 5<>"$T/cmd3"
-unshare --fork --pid --mount --mount-proc sh -c 'mount -t tmpfs tmpfs /tmp && exec "$0"' "$APP" \
-	<"$T/cmd3" >"$T/app3.out" 2>&1 &
+# Its socket directory is a tmpfs mounted inside its own mount namespace, so
+# from here the directory looks empty and the socket is reachable only through
+# /proc/PID/root. (Not over /tmp itself: the program may live under /tmp.)
+mkdir -m 0777 "$T/nstmp"
+unshare --fork --pid --mount --mount-proc sh -c 'mount -t tmpfs tmpfs "$1" && TMPDIR="$1" exec "$0"' "$APP" \
+	"$T/nstmp" <"$T/cmd3" >"$T/app3.out" 2>&1 &
 PIDS+=("$!")
 wait_for "grep -q ready '$T/app3.out'" 10 || fail "namespaced MemSpike did not start"
 CONTAINED=$(pgrep -f "^$APP" -P "$(pgrep -P $! | head -1)" || pgrep -n -f "^$APP")
 PIDS+=("$CONTAINED")
 grep -q 'ready pid=1 ' "$T/app3.out" || fail "not pid 1 in its namespace: $(cat "$T/app3.out")"
+[ -z "$(ls -A "$T/nstmp")" ] || fail "the namespaced socket directory is visible from here"
 
 wait_for "'$DUMPWATCH' ps --json | grep -q '\"pid\":$CONTAINED,'" 10 || fail "ps did not list the namespaced process"
 "$DUMPWATCH" ps --json >"$T/ps.json"
@@ -51,7 +56,8 @@ grep '"event":"dump"' "$JOURNAL" | grep -q '"via":"exec"' || fail "expected the 
 
 # A user that may not connect to root's socket.
 set +e
-out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$DUMPWATCH" "$PLAIN" 500 2>&1)
+install -m 0755 "$DUMPWATCH" "$T/dumpwatch" # the checkout may sit where nobody cannot read
+out=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$T/dumpwatch" "$PLAIN" 500 2>&1)
 rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "unreachable socket: exit $rc ($out)"
