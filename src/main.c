@@ -1,5 +1,5 @@
 /* dumpwatch: command line. Parses arguments into options and hands over to
- * the watcher, `ps`, or `record`; it holds no logic of its own. */
+ * the watcher, `ps`, `record`, or `check`; it holds no logic of its own. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -12,6 +12,7 @@
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/record.h"
+#include "dumpwatch/rulefile.h"
 #include "dumpwatch/rules.h"
 #include "dumpwatch/units.h"
 #include "dumpwatch/watch.h"
@@ -24,6 +25,7 @@ static void usage(FILE *f)
 	      "       dumpwatch --pid PID --when EXPR [--when EXPR ...] [options]\n"
 	      "       dumpwatch ps [--json]                 list .NET processes\n"
 	      "       dumpwatch record --pid PID --out FILE [--duration 5s]\n"
+	      "       dumpwatch check PATH...               validate rule files (a directory: its *.json)\n"
 	      "\n"
 	      "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
 	      "'gc-pause > 500ms', 'System.Runtime/cpu-usage > 90% for 10s'. All --when must hold at once.\n"
@@ -125,6 +127,24 @@ static int cmd_record(int argc, char **argv)
 	return DW_EXIT_OK;
 }
 
+static int cmd_check(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			fputs("usage: dumpwatch check PATH...\n"
+			      "Validates rule files; a directory stands for every *.json directly in it.\n"
+			      "exit status: 0 all good, 1 a file has errors, 2 a path cannot be read\n",
+			      stdout);
+			return 0;
+		}
+	}
+	if (argc < 2) {
+		fputs("usage: dumpwatch check PATH...\n", stderr);
+		return 2;
+	}
+	return rulefile_check_paths(argv + 1, (size_t)(argc - 1), stdout, stderr);
+}
+
 int main(int argc, char **argv)
 {
 	enum { OPT_VERSION = 256, OPT_VIA, OPT_INTERVAL };
@@ -153,6 +173,8 @@ int main(int argc, char **argv)
 		return cmd_ps(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "record") == 0)
 		return cmd_record(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "check") == 0)
+		return cmd_check(argc - 1, argv + 1);
 
 	memset(&o, 0, sizeof(o));
 	memset(&rule, 0, sizeof(rule));

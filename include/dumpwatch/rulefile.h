@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "dumpwatch/rules.h"
@@ -18,6 +19,9 @@
 #define RULEFILE_GLOB_MAX 256
 #define RULEFILE_DESC_MAX 512
 #define RULEFILE_MSG_MAX 512
+#define RULEFILE_SIZE_MAX (1024 * 1024) /* bytes; a larger file is refused */
+#define RULEFILE_DEPTH_MAX 32           /* nesting levels of objects and arrays */
+#define RULEFILE_RULES_MAX 1000         /* rules in one file */
 
 /* Which processes a rule guards; every filter given must match. */
 struct rule_filter {
@@ -37,6 +41,7 @@ struct file_rule {
 	char name_template[256]; /* dump file name template; "" = the default */
 	int enabled;
 	int line; /* where the rule object starts in its file */
+	int name_line, name_column; /* where its "name" value is, for duplicate reports */
 };
 
 struct rule_diag {
@@ -63,5 +68,21 @@ void rulefile_format_diag(const char *path, const struct rule_diag *d, char *buf
  * into uid_of_user (-1 when the name does not exist). */
 int rulefile_filter_match(const struct rule_filter *f, const char *name, const char *cmdline, pid_t pid, uid_t uid,
 			  long uid_of_user);
+
+/* Reads a rule file for rulefile_parse: at most RULEFILE_SIZE_MAX + 1 bytes
+ * (so that an oversized file reaches the parser and is refused there with a
+ * diagnostic). Returns 0 with *ret_text (malloc'd, NUL-terminated) and
+ * *ret_len, or -errno with a sentence in err (no such file, not a regular
+ * file, permission). Does I/O. */
+int rulefile_read(const char *path, char **ret_text, size_t *ret_len, char *err, size_t errlen);
+
+/* `dumpwatch check`: validates each path, a rule file or a directory (every
+ * *.json directly in it, sorted by name; hidden files and *.schema.json are
+ * skipped). Prints each diagnostic as "file:line:column: message" to errf and,
+ * for each good file, "file: N rules OK" to outf; also reports a rule name
+ * defined in two files ("rule name "x" is also defined at other:line:column").
+ * Returns 0 when all files are good, 1 when any has an error, 2 when a path
+ * cannot be read (after checking the others). Does I/O. */
+int rulefile_check_paths(char *const *paths, size_t n_paths, FILE *outf, FILE *errf);
 
 #endif
