@@ -639,6 +639,7 @@ static int probe_pid(pid_t pid, struct dn_target *t, struct probe *pr, char *err
 		snprintf(err, errlen, "cannot parse %s", path);
 		return -EINVAL;
 	}
+	t->starttime = pr->starttime;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	n = read_file(path, buf, sizeof(buf) - 1);
 	if (n < 0) {
@@ -752,6 +753,26 @@ int discovery_find(pid_t pid, struct dn_target *out, char *err, size_t errlen)
 	r = pick_socket(out, &pr, &l, err, errlen);
 	listing_free(&l);
 	return r;
+}
+
+int discovery_socket_dir(pid_t pid, char *out, size_t outlen)
+{
+	struct dn_target t;
+	struct probe pr;
+	char err[8];
+	int r = probe_pid(pid, &t, &pr, err, sizeof(err));
+
+	if (r < 0)
+		return r;
+	if (snprintf(out, outlen, "%s", pr.dir) >= (int)outlen)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int discovery_is_socket_name(const char *name)
+{
+	unsigned long long pid, key;
+	return name && parse_socket_name(name, &pid, &key) == 1;
 }
 
 static int cmp_target(const void *a, const void *b)

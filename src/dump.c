@@ -1,6 +1,7 @@
 /* Core dump capture; see dump.h for the two paths and the guarantees. */
 #include "dumpwatch/dump.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -54,16 +55,48 @@ static void sanitize(const char *in, char *out, size_t outlen, size_t maxlen)
 void dump_file_name(const char *process_name, pid_t pid, const char *rule_name, int64_t unix_ns, char *out,
                     size_t outlen)
 {
-	char name[80], rule[80], stamp[32];
+	dump_file_name_template(NULL, process_name, pid, rule_name, unix_ns, out, outlen);
+}
+
+void dump_file_name_template(const char *tmpl, const char *process_name, pid_t pid, const char *rule_name,
+                             int64_t unix_ns, char *out, size_t outlen)
+{
+	char name[80], rule[80], stamp[40], pidbuf[16], raw[32];
 	time_t s = (time_t)(unix_ns / 1000000000LL);
 	struct tm tm;
+	size_t j = 0;
 
+	if (!outlen)
+		return;
+	if (!tmpl || !tmpl[0])
+		tmpl = DUMP_DEFAULT_TEMPLATE;
 	sanitize(process_name, name, sizeof(name), 64);
 	sanitize(rule_name, rule, sizeof(rule), 64);
 	gmtime_r(&s, &tm);
-	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	snprintf(out, outlen, "%s-%d-%s-%s.%03dZ.core", name, (int)pid, rule, stamp,
-	         (int)((unix_ns / 1000000LL) % 1000));
+	strftime(raw, sizeof(raw), "%Y%m%dT%H%M%S", &tm);
+	snprintf(stamp, sizeof(stamp), "%s.%03dZ", raw, (int)((unix_ns / 1000000LL) % 1000));
+	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+	for (const char *p = tmpl; *p && j + 1 < outlen;) {
+		static const char *const keys[] = {"{name}", "{pid}", "{rule}", "{time}"};
+		const char *vals[] = {name, pidbuf, rule, stamp};
+		size_t k;
+
+		for (k = 0; k < 4; k++)
+			if (strncmp(p, keys[k], strlen(keys[k])) == 0)
+				break;
+		if (k < 4) {
+			for (const char *v = vals[k]; *v && j + 1 < outlen; v++)
+				out[j++] = *v;
+			p += strlen(keys[k]);
+			continue;
+		}
+		/* The template was validated; still, never let it name another directory. */
+		out[j++] = *p == '/' ? '_' : *p;
+		p++;
+	}
+	out[j] = '\0';
+	if (out[0] == '.' || out[0] == '\0')
+		out[0] = '_';
 }
 
 /* Reads the supplementary groups of pid from /proc/pid/status. */
@@ -294,7 +327,9 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	job->req.dir = job->dir;
 	job->req.process_name = NULL;
 	job->req.rule_name = NULL;
-	dump_file_name(req->process_name, req->pid, req->rule_name, req->unix_ns, name, sizeof(name));
+	job->req.name_template = NULL;
+	dump_file_name_template(req->name_template, req->process_name, req->pid, req->rule_name, req->unix_ns, name,
+	                        sizeof(name));
 	snprintf(job->final_path, sizeof(job->final_path), "%s/%s", req->dir, name);
 	snprintf(job->tmp_path, sizeof(job->tmp_path), "%s/.%s.partial", req->dir, name);
 	clock_gettime(CLOCK_MONOTONIC, &job->started);
@@ -442,6 +477,53 @@ int dump_job_finish(struct dump_job *job, struct dump_result *res, char *err, si
 	return publish(job, res, err, errlen);
 }
 
+/* Kills the createdump that the runtime of pid forked for a dump: a child of
+ * pid whose command is createdump. Only the exec path's child is ours; on the
+ * runtime path the file would otherwise keep growing, or be created after we
+ * removed it. Returns how many were killed. */
+static int kill_runtime_createdump(pid_t pid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int killed = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		char path[64], buf[512], comm[64];
+		unsigned long long ppid = 0;
+		char *end;
+		long child = strtol(de->d_name, &end, 10);
+		int fd;
+		ssize_t n;
+
+		if (*end || child <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", child);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* "pid (comm) state ppid ...": comm may hold spaces and ')'. */
+		char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
+		if (!open_paren || !close_paren || close_paren < open_paren ||
+		    (size_t)(close_paren - open_paren - 1) >= sizeof(comm))
+			continue;
+		memcpy(comm, open_paren + 1, (size_t)(close_paren - open_paren - 1));
+		comm[close_paren - open_paren - 1] = '\0';
+		if (sscanf(close_paren + 1, " %*c %llu", &ppid) != 1 || ppid != (unsigned long long)pid)
+			continue;
+		if (strcmp(comm, "createdump") == 0 && kill((pid_t)child, SIGKILL) == 0)
+			killed++;
+	}
+	closedir(d);
+	return killed;
+}
+
 void dump_job_abort(struct dump_job *job)
 {
 	if (!job)
@@ -449,6 +531,11 @@ void dump_job_abort(struct dump_job *job)
 	if (job->child > 0) {
 		kill(job->child, SIGKILL);
 		waitpid(job->child, NULL, 0);
+	} else if (job->fd >= 0 && kill_runtime_createdump(job->req.pid) > 0) {
+		/* Give the runtime's createdump a moment to be gone before the
+		 * file is removed, so it cannot create it again. */
+		struct timespec ts = {0, 50 * 1000000L};
+		nanosleep(&ts, NULL);
 	}
 	if (job->fd >= 0)
 		close(job->fd);

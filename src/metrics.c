@@ -187,6 +187,26 @@ static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_
 	cv->t_ns = t_ns;
 }
 
+int metrics_read_at(void *ctx, const struct metric_ref *ref, double *value, int64_t *sample_ns)
+{
+	const struct metrics_at *at = ctx;
+	return metrics_read(at->m, ref, at->now_ns, value, sample_ns);
+}
+
+int metrics_event_matters(const struct ev_record *r)
+{
+	switch (r->type) {
+	case EV_COUNTER:
+	case EV_GC_ALLOC_TICK:
+	case EV_GC_HEAP_STATS:
+	case EV_GC_RESTART_EE_END:
+	case EV_GC_END:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns)
 {
 	switch (r->type) {

@@ -1104,6 +1104,13 @@ void rulefile_format_diag(const char *path, const struct rule_diag *d, char *buf
 		snprintf(buf, len, "%s: %s", path, d->message);
 }
 
+void rulefile_format_duplicate(const char *path, const struct file_rule *r, const char *other_path, int other_line,
+                               int other_column, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s:%d:%d: rule name \"%s\" is also defined at %s:%d:%d", path, r->name_line, r->name_column,
+	         r->rule.name, other_path, other_line, other_column);
+}
+
 int rulefile_filter_match(const struct rule_filter *f, const char *name, const char *cmdline, pid_t pid, uid_t uid,
                           long uid_of_user)
 {
@@ -1144,7 +1151,13 @@ int rulefile_read(const char *path, char **ret_text, size_t *ret_len, char *err,
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(e));
 		return -e;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0) {
+		e = errno;
+		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+		close(fd);
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode)) {
 		e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
 		snprintf(err, errlen, "%s: not a regular file", path);
 		close(fd);
@@ -1201,7 +1214,7 @@ static void check_file(struct checker *k, const char *path)
 {
 	struct rule_diag diags[20];
 	struct file_rule *rules = NULL;
-	char err[PATH_MAX + 128], *text;
+	char err[2 * PATH_MAX + RULEFILE_MSG_MAX + 128], *text; /* room for two paths: a duplicate name */
 	size_t len, nd = 0;
 	int n, dups = 0;
 
@@ -1228,9 +1241,9 @@ static void check_file(struct checker *k, const char *path)
 			if (strcmp(k->names[j].name, rules[i].rule.name) == 0)
 				break;
 		if (j < k->n_names) {
-			fprintf(k->errf, "%s:%d:%d: rule name \"%s\" is also defined at %s:%d:%d\n", path,
-			        rules[i].name_line, rules[i].name_column, rules[i].rule.name, k->names[j].path,
-			        k->names[j].line, k->names[j].column);
+			rulefile_format_duplicate(path, &rules[i], k->names[j].path, k->names[j].line,
+			                          k->names[j].column, err, sizeof(err));
+			fprintf(k->errf, "%s\n", err);
 			dups++;
 			continue;
 		}
@@ -1267,7 +1280,7 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int is_rule_file_name(const char *n)
+int rulefile_is_rule_file_name(const char *n)
 {
 	size_t l = strlen(n);
 
@@ -1276,38 +1289,78 @@ static int is_rule_file_name(const char *n)
 	return !(l >= 12 && strcmp(n + l - 12, ".schema.json") == 0);
 }
 
-#define CHECK_DIR_MAX 10000 /* files taken from one directory */
-
-static void check_dir(struct checker *k, const char *dir, DIR *d)
+void rulefile_free_names(char **names, size_t n)
 {
-	char **names = NULL, path[PATH_MAX];
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int rulefile_list_dir(const char *dir, char ***ret, size_t *ret_n, int *ret_truncated)
+{
+	char **names = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
-	const char *sep = dir[strlen(dir) - 1] == '/' ? "" : "/";
+	DIR *d = opendir(dir);
 
+	*ret = NULL;
+	*ret_n = 0;
+	*ret_truncated = 0;
+	if (!d)
+		return -errno;
 	while ((de = readdir(d)) != NULL) {
-		if (!is_rule_file_name(de->d_name))
+		if (!rulefile_is_rule_file_name(de->d_name))
 			continue;
-		if (n == CHECK_DIR_MAX) {
-			fprintf(k->errf, "%s: more than %d rule files; the rest are not checked\n", dir, CHECK_DIR_MAX);
-			check_status(k, 1);
+		if (n == RULEFILE_DIR_MAX) {
+			*ret_truncated = 1;
 			break;
 		}
 		if (n == cap) {
-			char **p = realloc(names, (cap ? cap * 2 : 16) * sizeof(*p));
-			if (!p)
-				break;
+			size_t c = cap ? cap * 2 : 16;
+			char **p = realloc(names, c * sizeof(*p));
+			if (!p) {
+				rulefile_free_names(names, n);
+				closedir(d);
+				return -ENOMEM;
+			}
 			names = p;
-			cap = cap ? cap * 2 : 16;
+			cap = c;
 		}
 		names[n] = strdup(de->d_name);
-		if (names[n])
-			n++;
+		if (!names[n]) {
+			rulefile_free_names(names, n);
+			closedir(d);
+			return -ENOMEM;
+		}
+		n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), cmp_names);
+	*ret = names;
+	*ret_n = n;
+	return 0;
+}
+
+static void check_dir(struct checker *k, const char *dir)
+{
+	char **names, path[PATH_MAX];
+	size_t n;
+	int truncated, r;
+	const char *sep = dir[strlen(dir) - 1] == '/' ? "" : "/";
+
+	r = rulefile_list_dir(dir, &names, &n, &truncated);
+	if (r < 0) {
+		fprintf(k->errf, "%s: cannot read the directory: %s\n", dir, strerror(-r));
+		check_status(k, 2);
+		return;
+	}
+	if (truncated) {
+		fprintf(k->errf, "%s: more than %d rule files; the rest are not checked\n", dir, RULEFILE_DIR_MAX);
+		check_status(k, 1);
 	}
 	if (n == 0)
 		fprintf(k->outf, "%s: no rule files (*.json)\n", dir);
-	if (n)
-		qsort(names, n, sizeof(*names), cmp_names);
 	for (size_t i = 0; i < n; i++) {
 		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir, sep, names[i]) >= sizeof(path)) {
 			fprintf(k->errf, "%s%s%s: path too long\n", dir, sep, names[i]);
@@ -1315,9 +1368,8 @@ static void check_dir(struct checker *k, const char *dir, DIR *d)
 		} else {
 			check_file(k, path);
 		}
-		free(names[i]);
 	}
-	free(names);
+	rulefile_free_names(names, n);
 }
 
 int rulefile_check_paths(char *const *paths, size_t n_paths, FILE *outf, FILE *errf)
@@ -1329,7 +1381,6 @@ int rulefile_check_paths(char *const *paths, size_t n_paths, FILE *outf, FILE *e
 	k.errf = errf;
 	for (size_t i = 0; i < n_paths; i++) {
 		struct stat st;
-		DIR *d;
 
 		if (stat(paths[i], &st) < 0) {
 			fprintf(errf, "%s: %s\n", paths[i], strerror(errno));
@@ -1340,14 +1391,7 @@ int rulefile_check_paths(char *const *paths, size_t n_paths, FILE *outf, FILE *e
 			check_file(&k, paths[i]);
 			continue;
 		}
-		d = opendir(paths[i]);
-		if (!d) {
-			fprintf(errf, "%s: cannot read the directory: %s\n", paths[i], strerror(errno));
-			check_status(&k, 2);
-			continue;
-		}
-		check_dir(&k, paths[i], d);
-		closedir(d);
+		check_dir(&k, paths[i]);
 	}
 	for (size_t i = 0; i < k.n_names; i++)
 		free(k.names[i].path);

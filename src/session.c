@@ -119,6 +119,39 @@ void session_free(struct session *s)
 	free(s);
 }
 
+void session_subscription_add(struct session_subscription *sub, const struct rule *r)
+{
+	sub->needs |= rule_needs(r);
+	for (uint32_t c = 0; c < r->n_conds && c < RULE_MAX_CONDS; c++) {
+		const struct metric_ref *m = &r->conds[c].metric;
+		int seen = 0;
+		if (m->id != M_COUNTER)
+			continue;
+		for (size_t k = 0; k < sub->n_counter_providers; k++)
+			seen |= strcmp(sub->counter_providers[k], m->provider) == 0;
+		if (!seen && sub->n_counter_providers < SESSION_MAX_COUNTER_PROVIDERS)
+			snprintf(sub->counter_providers[sub->n_counter_providers++], CATALOG_NAME_MAX, "%s",
+			         m->provider);
+	}
+	if (sub->n_counter_providers > 0)
+		sub->needs |= NEED_COUNTERS;
+}
+
+int session_subscription_equal(const struct session_subscription *a, const struct session_subscription *b)
+{
+	if (a->needs != b->needs || a->counter_interval_sec != b->counter_interval_sec ||
+	    a->n_counter_providers != b->n_counter_providers)
+		return 0;
+	for (size_t i = 0; i < a->n_counter_providers; i++) {
+		int found = 0;
+		for (size_t k = 0; k < b->n_counter_providers; k++)
+			found |= strcmp(a->counter_providers[i], b->counter_providers[k]) == 0;
+		if (!found)
+			return 0;
+	}
+	return 1;
+}
+
 size_t session_providers(const struct session_subscription *sub, struct ipc_provider *out, char *args, size_t argslen)
 {
 	size_t n = 0;

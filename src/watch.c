@@ -23,11 +23,11 @@
 #include "dumpwatch/journal.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/loop.h"
+#include "dumpwatch/report.h"
 #include "dumpwatch/session.h"
 #include "dumpwatch/units.h"
 
 #define WATCH_TICK_NS 250000000LL
-#define WATCH_VERBOSE_EVERY_NS 1000000000LL
 
 struct rule_slot {
 	const struct rule *rule;
@@ -51,34 +51,9 @@ struct watcher {
 	int target_gone;
 	int stream_ended;
 	uint32_t dumps_done;
-	int64_t last_verbose_ns;
-	int in_event;                        /* evaluating because an event arrived */
-	uint32_t last_gc_index, last_gc_gen; /* for -v */
-	int64_t start_ns;
+	struct report_verbose verbose;
+	int in_event; /* evaluating because an event arrived */
 };
-
-/* A JSON number with the given decimals (negative: 15 significant digits),
- * not with the 17 digits a double would otherwise get. */
-static struct json_object *jnum(double v, int decimals)
-{
-	char buf[64];
-	if (decimals < 0)
-		snprintf(buf, sizeof(buf), "%.15g", v);
-	else
-		snprintf(buf, sizeof(buf), "%.*f", decimals, v);
-	return json_object_new_double_s(v, buf);
-}
-
-struct read_ctx {
-	struct metrics *m;
-	int64_t now;
-};
-
-static int read_metric(void *ctx, const struct metric_ref *ref, double *value, int64_t *sample_ns)
-{
-	struct read_ctx *rc = ctx;
-	return metrics_read(rc->m, ref, rc->now, value, sample_ns);
-}
 
 static struct json_object *target_json(struct watcher *w)
 {
@@ -112,39 +87,11 @@ static void fire(struct watcher *w, size_t i, int64_t now)
 	struct rule_slot *slot = &w->slots[i];
 	const struct rule *r = slot->rule;
 	const struct dn_target *t = session_target(w->session);
-	struct json_object *rec = target_json(w), *conds = json_object_new_array(), *vals = json_object_new_object();
-	struct read_ctx rc = {session_metrics(w->session), now};
-	int64_t newest_sample = 0;
-	char desc[512] = "", err[512];
-	size_t off = 0;
+	struct json_object *rec = target_json(w);
+	char desc[512], err[512];
 
-	for (uint32_t c = 0; c < r->n_conds; c++) {
-		double v;
-		int64_t sample = 0;
-		char vb[32];
-		json_object_array_add(conds, json_object_new_string(r->conds[c].text));
-		if (read_metric(&rc, &r->conds[c].metric, &v, &sample)) {
-			json_object_object_add(vals, r->conds[c].metric.name, jnum(v, -1));
-			if (sample > newest_sample)
-				newest_sample = sample;
-			int n =
-			    snprintf(desc + off, sizeof(desc) - off, "%s%s=%s", off ? " " : "", r->conds[c].metric.name,
-			             units_format(v, r->conds[c].metric.unit, vb, sizeof(vb)));
-			if (n > 0 && (size_t)n < sizeof(desc) - off)
-				off += (size_t)n;
-		}
-	}
-	json_object_object_add(rec, "rule", json_object_new_string(r->name));
-	json_object_object_add(rec, "conditions", conds);
-	json_object_object_add(rec, "metrics", vals);
-	/* How long after the event that made the rule true it fired: the
-	 * transport's flush delay plus dumpwatch's own. */
-	if (newest_sample > 0 && newest_sample <= now)
-		json_object_object_add(rec, "detect_delay_ms", jnum((double)(now - newest_sample) / 1e6, 3));
-	/* dumpwatch's own share: from reading the bytes to this decision. */
-	if (w->in_event)
-		json_object_object_add(rec, "read_to_fire_ms",
-		                       jnum((double)(now - session_read_ns(w->session)) / 1e6, 3));
+	report_fire(rec, r, session_metrics(w->session), now, w->in_event ? session_read_ns(w->session) : 0, desc,
+	            sizeof(desc));
 	json_object_object_add(rec, "fired_unix_us", json_object_new_int64(loop_wall_now() / 1000));
 	journal_write(w->journal, "fire", rec);
 	log_info("rule %s fired for pid %d (%s): %s", r->name, (int)t->pid, session_name(w->session), desc);
@@ -182,14 +129,14 @@ static void fire(struct watcher *w, size_t i, int64_t now)
 
 static void evaluate(struct watcher *w, int64_t now)
 {
-	struct read_ctx rc = {session_metrics(w->session), now};
+	struct metrics_at rc = {session_metrics(w->session), now};
 
 	if (w->job || w->target_gone)
 		return; /* one dump at a time; the process is frozen meanwhile anyway */
 	for (size_t i = 0; i < w->n_slots; i++) {
 		struct rule_slot *slot = &w->slots[i];
 		int64_t next = 0;
-		enum eval_result res = eval_step(slot->rule, &slot->st, read_metric, &rc, now, &next);
+		enum eval_result res = eval_step(slot->rule, &slot->st, metrics_read_at, &rc, now, &next);
 		slot->next_ns = (res == EVAL_PENDING || res == EVAL_COOLDOWN) ? next : 0;
 		if (res == EVAL_FIRE) {
 			fire(w, i, now);
@@ -219,71 +166,16 @@ static void arm_timer(struct watcher *w)
 	loop_set_timer(w->loop, deadline, on_timer, w);
 }
 
-static void verbose_event(struct watcher *w, const struct ev_record *r, int64_t t_ns)
-{
-	double rel = (double)(t_ns - w->start_ns) / 1e9;
-	char b1[32], b2[32], b3[32], b4[32], b5[32];
-
-	switch (r->type) {
-	case EV_COUNTER:
-		printf("%8.3fs %s/%s = %g %s\n", rel, r->u.counter.provider, r->u.counter.name, r->u.counter.value,
-		       r->u.counter.display_units);
-		break;
-	case EV_GC_END:
-		/* GCHeapStats follows the GCEnd of the GC it describes. */
-		w->last_gc_index = r->u.gc_end.count;
-		w->last_gc_gen = r->u.gc_end.depth;
-		break;
-	case EV_GC_HEAP_STATS: {
-		const struct ev_gc_heap_stats *h = &r->u.heap_stats;
-		printf("%8.3fs gc #%u gen%u end: gen0=%s gen1=%s gen2=%s loh=%s poh=%s\n", rel, w->last_gc_index,
-		       w->last_gc_gen, units_format((double)h->size[0], UNIT_BYTES, b1, sizeof(b1)),
-		       units_format((double)h->size[1], UNIT_BYTES, b2, sizeof(b2)),
-		       units_format((double)h->size[2], UNIT_BYTES, b3, sizeof(b3)),
-		       units_format((double)h->size[3], UNIT_BYTES, b4, sizeof(b4)),
-		       units_format((double)h->size[4], UNIT_BYTES, b5, sizeof(b5)));
-		break;
-	}
-	case EV_GC_RESTART_EE_END: {
-		struct metric_ref ref = {.id = M_GC_PAUSE, .scale = 1};
-		double v;
-		int64_t s;
-		if (metrics_read(session_metrics(w->session), &ref, t_ns, &v, &s) && s == t_ns)
-			printf("%8.3fs gc pause %.3f ms\n", rel, v);
-		break;
-	}
-	case EV_GC_ALLOC_TICK:
-		if (t_ns - w->last_verbose_ns >= WATCH_VERBOSE_EVERY_NS) {
-			char line[512];
-			w->last_verbose_ns = t_ns;
-			metrics_describe(session_metrics(w->session), t_ns, line, sizeof(line));
-			printf("%8.3fs %s\n", rel, line);
-		}
-		break;
-	default:
-		break;
-	}
-	fflush(stdout);
-}
-
 static void on_event(void *ctx, struct session *s, const struct ev_record *r, int64_t t_ns)
 {
 	struct watcher *w = ctx;
 	(void)s;
 	if (w->o->verbose)
-		verbose_event(w, r, t_ns);
-	switch (r->type) {
-	case EV_COUNTER:
-	case EV_GC_ALLOC_TICK:
-	case EV_GC_HEAP_STATS:
-	case EV_GC_RESTART_EE_END:
-	case EV_GC_END:
+		report_verbose_event(stdout, &w->verbose, "", session_metrics(w->session), r, t_ns);
+	if (metrics_event_matters(r)) {
 		w->in_event = 1;
 		evaluate(w, loop_now());
 		w->in_event = 0;
-		break;
-	default:
-		break;
 	}
 }
 
@@ -365,11 +257,7 @@ static void on_dump_ready(struct loop *l, int fd, uint32_t events, void *ctx)
 		return;
 	}
 	w->dumps_done++;
-	json_object_object_add(rec, "path", json_object_new_string(res.path));
-	json_object_object_add(rec, "bytes", json_object_new_int64((int64_t)res.bytes));
-	json_object_object_add(rec, "duration_ms", jnum(res.duration_ms, 1));
-	json_object_object_add(rec, "via", json_object_new_string(res.via));
-	json_object_object_add(rec, "type", json_object_new_string(rule_dump_type_name(r->dump_type)));
+	report_dump(rec, &res, r->dump_type);
 	journal_write(w->journal, "dump", rec);
 	log_info("dump written: %s (%.1f MB in %.1f s, via %s)", res.path, (double)res.bytes / 1e6,
 	         res.duration_ms / 1e3, res.via);
@@ -397,28 +285,6 @@ static void on_signal(struct loop *l, int fd, uint32_t events, void *ctx)
 		return;
 	log_info("stopping on signal %u", si.ssi_signo);
 	finish(w, DW_EXIT_SIGNAL);
-}
-
-static int subscription_for(const struct watch_options *o, struct session_subscription *sub)
-{
-	memset(sub, 0, sizeof(*sub));
-	sub->counter_interval_sec = o->counter_interval_sec ? o->counter_interval_sec : 1;
-	for (size_t i = 0; i < o->n_rules; i++) {
-		sub->needs |= rule_needs(&o->rules[i]);
-		for (uint32_t c = 0; c < o->rules[i].n_conds; c++) {
-			const struct metric_ref *m = &o->rules[i].conds[c].metric;
-			int seen = 0;
-			if (m->id != M_COUNTER)
-				continue;
-			for (size_t k = 0; k < sub->n_counter_providers; k++)
-				seen |= strcmp(sub->counter_providers[k], m->provider) == 0;
-			if (!seen && sub->n_counter_providers < SESSION_MAX_COUNTER_PROVIDERS)
-				sub->counter_providers[sub->n_counter_providers++] = m->provider;
-		}
-	}
-	if (sub->n_counter_providers > 0)
-		sub->needs |= NEED_COUNTERS;
-	return 0;
 }
 
 int watch_run(const struct watch_options *o)
@@ -458,7 +324,10 @@ int watch_run(const struct watch_options *o)
 		w.slots[i].rule = &o->rules[i];
 		eval_init(&w.slots[i].st);
 	}
-	subscription_for(o, &sub);
+	memset(&sub, 0, sizeof(sub));
+	sub.counter_interval_sec = o->counter_interval_sec ? o->counter_interval_sec : 1;
+	for (size_t i = 0; i < o->n_rules; i++)
+		session_subscription_add(&sub, &o->rules[i]);
 	r = session_start(w.session, &sub, err, sizeof(err));
 	if (r < 0) {
 		struct json_object *rec = target_json(&w);
@@ -495,7 +364,7 @@ int watch_run(const struct watch_options *o)
 	if (w.pidfd >= 0)
 		loop_add(w.loop, w.pidfd, EPOLLIN, on_pidfd, &w);
 	loop_add(w.loop, session_fd(w.session), EPOLLIN, on_stream, &w);
-	w.start_ns = loop_now();
+	w.verbose.start_ns = loop_now();
 	arm_timer(&w);
 
 	r = loop_run(w.loop);

@@ -13,15 +13,16 @@
 #define DISCOVERY_SOCK_MAX 512
 
 struct dn_target {
-	pid_t pid; /* host pid */
-	pid_t nspid; /* pid inside its own pid namespace (== pid when not in a container) */
-	uid_t uid; /* real uid of the process */
+	pid_t pid;                    /* host pid */
+	pid_t nspid;                  /* pid inside its own pid namespace (== pid when not in a container) */
+	unsigned long long starttime; /* field 22 of /proc/{pid}/stat: with pid, the process's identity */
+	uid_t uid;                    /* real uid of the process */
 	gid_t gid;
 	int other_mount_ns; /* the socket lives under /proc/{pid}/root */
 	/* A path this process can connect(2) to (it may go through
 	 * /proc/{pid}/root; sun_path limits are handled by ipc_connect). */
 	char socket_path[DISCOVERY_SOCK_MAX];
-	char comm[64]; /* /proc/{pid}/comm */
+	char comm[64];      /* /proc/{pid}/comm */
 	char exe_name[256]; /* base name of /proc/{pid}/exe, "" if unreadable */
 };
 
@@ -47,8 +48,13 @@ int discovery_cmdline(pid_t pid, char *out, size_t outlen);
  * .NET process to out. Returns the number of processes listed, or -errno. */
 int discovery_print_ps(FILE *out, int json);
 
-/* The directories that hold diagnostics sockets of processes visible from
- * here, for inotify: /tmp, each distinct TMPDIR, /proc/{pid}/root/tmp of
- * containers. Not needed by the spine; reserved for the daemon. */
+/* The directory in which pid's runtime creates (or would create) its
+ * diagnostics socket, as a path reachable from here: its TMPDIR (default
+ * /tmp), under /proc/{pid}/root when it lives in another mount namespace. For
+ * the daemon's inotify watches. 0 or -errno. */
+int discovery_socket_dir(pid_t pid, char *out, size_t outlen);
+
+/* Whether name is a diagnostics socket name ("dotnet-diagnostic-{pid}-{key}-socket"). */
+int discovery_is_socket_name(const char *name);
 
 #endif

@@ -29,14 +29,15 @@ struct dump_request {
 	pid_t pid; /* host pid */
 	uid_t uid; /* the target's real uid and gid */
 	gid_t gid;
-	int other_mount_ns; /* the target sees another file system tree */
+	int other_mount_ns;      /* the target sees another file system tree */
 	const char *socket_path; /* its diagnostics socket */
-	const char *dir; /* dump directory, absolute */
+	const char *dir;         /* dump directory, absolute */
 	const char *process_name;
 	const char *rule_name;
 	enum dump_type type;
 	enum dump_via via;
-	int64_t unix_ns; /* fire time, for the file name */
+	int64_t unix_ns;           /* fire time, for the file name */
+	const char *name_template; /* NULL or "": DUMP_DEFAULT_TEMPLATE */
 };
 
 struct dump_result {
@@ -74,7 +75,15 @@ const char *dump_job_path(const struct dump_job *job);
 /* Builds the file name "{name}-{pid}-{rule}-{YYYYmmddTHHMMSS.mmmZ}.core" with
  * every part restricted to [A-Za-z0-9._-]. */
 void dump_file_name(const char *process_name, pid_t pid, const char *rule_name, int64_t unix_ns, char *out,
-		    size_t outlen);
+                    size_t outlen);
+
+#define DUMP_DEFAULT_TEMPLATE "{name}-{pid}-{rule}-{time}.core"
+
+/* Expands a file name template ({name} {pid} {rule} {time}, as rule files
+ * allow) with the same restrictions as dump_file_name; NULL or "" is
+ * DUMP_DEFAULT_TEMPLATE. A '/' becomes '_', a leading '.' too. */
+void dump_file_name_template(const char *tmpl, const char *process_name, pid_t pid, const char *rule_name,
+                             int64_t unix_ns, char *out, size_t outlen);
 
 /* Whether a process with uid/gid (and supplementary groups of pid) may create
  * files in dir. 0 when it may, -EACCES with a sentence saying how to fix it. */

@@ -22,17 +22,17 @@
 enum ev_type {
 	EV_NONE = 0, /* not an event dumpwatch decodes */
 	EV_COUNTER,
-	EV_GC_START, /* id 1 */
-	EV_GC_END, /* id 2 */
-	EV_GC_RESTART_EE_END, /* id 3 */
-	EV_GC_HEAP_STATS, /* id 4 */
-	EV_GC_RESTART_EE_BEGIN, /* id 7 */
-	EV_GC_SUSPEND_EE_END, /* id 8 */
-	EV_GC_SUSPEND_EE_BEGIN, /* id 9 */
-	EV_GC_ALLOC_TICK, /* id 10 */
-	EV_GC_TRIGGERED, /* id 35 */
+	EV_GC_START,                /* id 1 */
+	EV_GC_END,                  /* id 2 */
+	EV_GC_RESTART_EE_END,       /* id 3 */
+	EV_GC_HEAP_STATS,           /* id 4 */
+	EV_GC_RESTART_EE_BEGIN,     /* id 7 */
+	EV_GC_SUSPEND_EE_END,       /* id 8 */
+	EV_GC_SUSPEND_EE_BEGIN,     /* id 9 */
+	EV_GC_ALLOC_TICK,           /* id 10 */
+	EV_GC_TRIGGERED,            /* id 35 */
 	EV_APPDOMAIN_MEM_ALLOCATED, /* id 83 */
-	EV_APPDOMAIN_MEM_SURVIVED, /* id 84 */
+	EV_APPDOMAIN_MEM_SURVIVED,  /* id 84 */
 };
 
 enum ev_gc_type { EV_GC_BLOCKING = 0, EV_GC_BACKGROUND = 1, EV_GC_FOREGROUND = 2 };
@@ -45,8 +45,8 @@ struct ev_counter {
 	char provider[EV_NAME_MAX];
 	char name[EV_NAME_MAX];
 	char display_units[EV_UNITS_MAX];
-	int is_increment; /* CounterType "Sum": value is the increment over the interval */
-	double value; /* Mean for mean counters, Increment for sum counters */
+	int is_increment;    /* CounterType "Sum": value is the increment over the interval */
+	double value;        /* Mean for mean counters, Increment for sum counters */
 	double interval_sec; /* 0 when absent */
 };
 
@@ -71,8 +71,8 @@ struct ev_gc_suspend {
 };
 
 struct ev_alloc_tick {
-	uint32_t kind; /* enum ev_alloc_kind */
-	uint64_t amount; /* bytes allocated since the previous tick of this kind/heap */
+	uint32_t kind;        /* enum ev_alloc_kind */
+	uint64_t amount;      /* bytes allocated since the previous tick of this kind/heap */
 	uint64_t object_size; /* size of the object that triggered the tick, 0 if absent */
 	uint32_t heap_index;
 	char type_name[EV_NAME_MAX]; /* UTF-8, truncated; "" if absent */
@@ -80,7 +80,7 @@ struct ev_alloc_tick {
 
 struct ev_appdomain_mem {
 	uint64_t appdomain_id;
-	uint64_t bytes; /* allocated (83) or survived (84) */
+	uint64_t bytes;            /* allocated (83) or survived (84) */
 	uint64_t process_survived; /* 84 only */
 };
 

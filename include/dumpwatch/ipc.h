@@ -15,7 +15,13 @@
 #define IPC_HEADER_SIZE 20
 #define IPC_MAX_MESSAGE 65535 /* the size field is a u16 */
 
-enum ipc_command_set { IPC_SET_DUMP = 0x01, IPC_SET_EVENTPIPE = 0x02, IPC_SET_PROFILER = 0x03, IPC_SET_PROCESS = 0x04, IPC_SET_SERVER = 0xFF };
+enum ipc_command_set {
+	IPC_SET_DUMP = 0x01,
+	IPC_SET_EVENTPIPE = 0x02,
+	IPC_SET_PROFILER = 0x03,
+	IPC_SET_PROCESS = 0x04,
+	IPC_SET_SERVER = 0xFF
+};
 
 #define IPC_HR_UNKNOWN_COMMAND 0x80131385u
 #define IPC_HR_UNKNOWN_MAGIC 0x80131386u
@@ -46,15 +52,15 @@ struct ipc_provider {
  * collect 1..5 = CollectTracing .. CollectTracing5, rundown and stack walks off;
  * process_info 1..3 = ProcessInfo .. ProcessInfo3; dump 1..3 = GenerateCoreDump .. 3. */
 int ipc_build_collect_tracing(int version, uint32_t buffer_mb, const struct ipc_provider *providers, size_t n,
-			      struct ipc_buf *out);
+                              struct ipc_buf *out);
 int ipc_build_stop_tracing(uint64_t session_id, struct ipc_buf *out);
 int ipc_build_process_info(int version, struct ipc_buf *out);
 int ipc_build_dump(int version, const char *path, enum dump_type type, uint32_t flags, struct ipc_buf *out);
 
 /* A parsed reply. */
 struct ipc_reply {
-	uint8_t set, id; /* 0xFF, 0x00 = OK; 0xFF, 0xFF = error */
-	uint32_t hresult; /* error replies */
+	uint8_t set, id;   /* 0xFF, 0x00 = OK; 0xFF, 0xFF = error */
+	uint32_t hresult;  /* error replies */
 	char message[256]; /* error text some commands append (dump v3), UTF-8 */
 	uint8_t payload[IPC_MAX_MESSAGE];
 	size_t payload_len;
@@ -65,7 +71,7 @@ struct ipc_reply {
 int ipc_parse_header(const uint8_t *hdr, size_t len, uint8_t *ret_set, uint8_t *ret_id);
 
 struct ipc_process_info {
-	int version; /* 1..3: which command answered */
+	int version;  /* 1..3: which command answered */
 	uint64_t pid; /* as the runtime sees itself (its namespace) */
 	uint8_t cookie[16];
 	char command_line[4096];
@@ -73,7 +79,7 @@ struct ipc_process_info {
 	char arch[64];
 	char entry_assembly[256]; /* "" before ProcessInfo2 */
 	char runtime_version[64]; /* "" before ProcessInfo2 */
-	char rid[64]; /* "" before ProcessInfo3 */
+	char rid[64];             /* "" before ProcessInfo3 */
 };
 
 /* Parses a ProcessInfo reply payload of the given version. 0 or -EBADMSG. */
@@ -98,7 +104,7 @@ int ipc_connect(const char *socket_path);
  * error HRESULT is still 0: look at reply->id. -errno on transport failure,
  * -ETIMEDOUT, -EBADMSG for a malformed reply. */
 int ipc_transact(const char *socket_path, const struct ipc_buf *req, int timeout_ms, struct ipc_reply *reply,
-		 int *ret_fd);
+                 int *ret_fd);
 
 /* ProcessInfo, newest version first, falling back on UnknownCommand.
  * 0, or a negative errno with a sentence in err. */
@@ -108,7 +114,7 @@ int ipc_process_info(const char *socket_path, int timeout_ms, struct ipc_process
  * UnknownCommand). Returns 0 with the stream's fd (blocking mode; the caller
  * may switch it) and the session id; or a negative errno with a sentence. */
 int ipc_collect_tracing(const char *socket_path, const struct ipc_provider *providers, size_t n, uint32_t buffer_mb,
-			int timeout_ms, int *ret_fd, uint64_t *ret_session, char *err, size_t errlen);
+                        int timeout_ms, int *ret_fd, uint64_t *ret_session, char *err, size_t errlen);
 
 /* Stops an EventPipe session on a new connection. 0 or negative errno + sentence. */
 int ipc_stop_tracing(const char *socket_path, uint64_t session_id, int timeout_ms, char *err, size_t errlen);
@@ -117,7 +123,7 @@ int ipc_stop_tracing(const char *socket_path, uint64_t session_id, int timeout_m
  * once, without waiting for the reply (the runtime answers only when
  * createdump has finished). Read the reply later with ipc_read_reply. */
 int ipc_dump_send(const char *socket_path, int version, const char *path, enum dump_type type, uint32_t flags,
-		  int *ret_fd, char *err, size_t errlen);
+                  int *ret_fd, char *err, size_t errlen);
 
 /* Reads one complete reply from fd (blocking up to timeout_ms). 0, -ETIMEDOUT,
  * -EBADMSG, -ECONNRESET/-EPIPE when the peer went away first. */

@@ -28,7 +28,19 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 /* Reads a metric as of now_ns. Returns 1 with the value in the metric's base
  * unit and the time it was measured, or 0 when there is no sample yet. */
 int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns, double *value,
-		 int64_t *sample_ns);
+                 int64_t *sample_ns);
+
+/* metrics_read in the shape of eval.h's eval_read_fn: ctx is a struct
+ * metrics_at, the metrics and the time to read them at. */
+struct metrics_at {
+	const struct metrics *m;
+	int64_t now_ns;
+};
+int metrics_read_at(void *ctx, const struct metric_ref *ref, double *value, int64_t *sample_ns);
+
+/* Whether an event can move a metric's value, so rules are worth evaluating
+ * after it (counters, GC ends and heap stats, restarts, allocation ticks). */
+int metrics_event_matters(const struct ev_record *r);
 
 /* The last completed GC, for -v output and the journal. */
 struct metrics_gc {

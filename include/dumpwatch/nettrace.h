@@ -27,17 +27,17 @@ enum nettrace_type {
 	NT_TC_UINT64 = 12,
 	NT_TC_SINGLE = 13,
 	NT_TC_DOUBLE = 14,
-	NT_TC_DECIMAL = 15, /* 16 bytes */
+	NT_TC_DECIMAL = 15,  /* 16 bytes */
 	NT_TC_DATETIME = 16, /* 8 bytes */
-	NT_TC_GUID = 17, /* 16 bytes */
-	NT_TC_STRING = 18, /* UTF-16LE, NUL-terminated */
-	NT_TC_ARRAY = 19, /* u16 count + items of elem_type */
+	NT_TC_GUID = 17,     /* 16 bytes */
+	NT_TC_STRING = 18,   /* UTF-16LE, NUL-terminated */
+	NT_TC_ARRAY = 19,    /* u16 count + items of elem_type */
 };
 
 struct nettrace_field {
-	uint32_t type; /* enum nettrace_type */
-	uint32_t elem_type; /* for NT_TC_ARRAY: the item type, else 0 */
-	char *name; /* UTF-8, never NULL ("" when unnamed) */
+	uint32_t type;       /* enum nettrace_type */
+	uint32_t elem_type;  /* for NT_TC_ARRAY: the item type, else 0 */
+	char *name;          /* UTF-8, never NULL ("" when unnamed) */
 	uint32_t n_children; /* for NT_TC_OBJECT (and arrays of objects) */
 	struct nettrace_field *children;
 };
@@ -74,7 +74,7 @@ struct nettrace_event {
 struct nettrace_info {
 	int64_t sync_utc_ns; /* UTC (Unix epoch ns) of sync_qpc */
 	int64_t sync_qpc;
-	int64_t qpc_freq; /* ticks per second, > 0 */
+	int64_t qpc_freq;     /* ticks per second, > 0 */
 	int32_t pointer_size; /* 4 or 8 */
 	int32_t pid;
 	int32_t processors;
@@ -94,9 +94,9 @@ struct nettrace_callbacks {
 };
 
 struct nettrace_limits {
-	uint32_t max_block; /* largest block body accepted, bytes (default 16 MiB) */
+	uint32_t max_block;    /* largest block body accepted, bytes (default 16 MiB) */
 	uint32_t max_metadata; /* most metadata records kept (default 65536) */
-	uint32_t max_fields; /* most fields in one metadata record, all levels (default 1024) */
+	uint32_t max_fields;   /* most fields in one metadata record, all levels (default 1024) */
 };
 
 typedef struct nettrace_parser nettrace_parser;

@@ -22,10 +22,11 @@
 #define RULEFILE_SIZE_MAX (1024 * 1024) /* bytes; a larger file is refused */
 #define RULEFILE_DEPTH_MAX 32           /* nesting levels of objects and arrays */
 #define RULEFILE_RULES_MAX 1000         /* rules in one file */
+#define RULEFILE_DIR_MAX 10000          /* rule files taken from one directory */
 
 /* Which processes a rule guards; every filter given must match. */
 struct rule_filter {
-	char name[RULEFILE_GLOB_MAX]; /* glob on the process name; "" = any */
+	char name[RULEFILE_GLOB_MAX];    /* glob on the process name; "" = any */
 	char cmdline[RULEFILE_GLOB_MAX]; /* glob on the full command line; "" = any */
 	int has_pid;
 	pid_t pid;
@@ -40,7 +41,7 @@ struct file_rule {
 	char dump_dir[PATH_MAX]; /* "" = the daemon's --dump-dir */
 	char name_template[256]; /* dump file name template; "" = the default */
 	int enabled;
-	int line; /* where the rule object starts in its file */
+	int line;                   /* where the rule object starts in its file */
 	int name_line, name_column; /* where its "name" value is, for duplicate reports */
 };
 
@@ -56,8 +57,8 @@ struct rule_diag {
  * *ret_ndiags (the first error of each kind is always among them). A file is
  * all or nothing: one bad rule rejects the file, so that the caller keeps its
  * last good version. */
-int rulefile_parse(const char *text, size_t len, struct file_rule **ret, struct rule_diag *diags,
-		   size_t max_diags, size_t *ret_ndiags);
+int rulefile_parse(const char *text, size_t len, struct file_rule **ret, struct rule_diag *diags, size_t max_diags,
+                   size_t *ret_ndiags);
 
 /* Formats d as "path:line:column: message" into buf. */
 void rulefile_format_diag(const char *path, const struct rule_diag *d, char *buf, size_t len);
@@ -67,7 +68,7 @@ void rulefile_format_diag(const char *path, const struct rule_diag *d, char *buf
  * real uid; user names are resolved with getpwnam by the caller beforehand
  * into uid_of_user (-1 when the name does not exist). */
 int rulefile_filter_match(const struct rule_filter *f, const char *name, const char *cmdline, pid_t pid, uid_t uid,
-			  long uid_of_user);
+                          long uid_of_user);
 
 /* Reads a rule file for rulefile_parse: at most RULEFILE_SIZE_MAX + 1 bytes
  * (so that an oversized file reaches the parser and is refused there with a
@@ -75,6 +76,22 @@ int rulefile_filter_match(const struct rule_filter *f, const char *name, const c
  * *ret_len, or -errno with a sentence in err (no such file, not a regular
  * file, permission). Does I/O. */
 int rulefile_read(const char *path, char **ret_text, size_t *ret_len, char *err, size_t errlen);
+
+/* Whether a directory entry is a rule file: *.json, not hidden, not
+ * *.schema.json (editors' temporary and backup files never end in .json). */
+int rulefile_is_rule_file_name(const char *name);
+
+/* The rule file names directly in dir, sorted (at most RULEFILE_DIR_MAX;
+ * *ret_truncated says when there were more). Free with rulefile_free_names.
+ * 0 or -errno. Does I/O. */
+int rulefile_list_dir(const char *dir, char ***ret, size_t *ret_n, int *ret_truncated);
+void rulefile_free_names(char **names, size_t n);
+
+/* Formats the diagnostic for rule r of path whose name is already defined at
+ * other_path:line:column: "path:line:column: rule name "x" is also defined at
+ * other:line:column". */
+void rulefile_format_duplicate(const char *path, const struct file_rule *r, const char *other_path, int other_line,
+                               int other_column, char *buf, size_t len);
 
 /* `dumpwatch check`: validates each path, a rule file or a directory (every
  * *.json directly in it, sorted by name; hidden files and *.schema.json are

@@ -12,16 +12,25 @@
 #include "dumpwatch/events.h"
 #include "dumpwatch/ipc.h"
 #include "dumpwatch/metrics.h"
+#include "dumpwatch/rules.h"
 
 #define SESSION_MAX_COUNTER_PROVIDERS 16
 
 /* What to subscribe to. */
 struct session_subscription {
-	unsigned needs; /* NEED_* of catalog.h */
+	unsigned needs;                /* NEED_* of catalog.h */
 	uint32_t counter_interval_sec; /* EventCounterIntervalSec, >= 1 */
 	size_t n_counter_providers;
-	const char *counter_providers[SESSION_MAX_COUNTER_PROVIDERS];
+	char counter_providers[SESSION_MAX_COUNTER_PROVIDERS][CATALOG_NAME_MAX];
 };
+
+/* Adds what rule r needs to sub: its NEED_* and the EventCounters providers
+ * of its counter conditions (each once; beyond SESSION_MAX_COUNTER_PROVIDERS
+ * they are dropped). sub starts zeroed, with counter_interval_sec set. */
+void session_subscription_add(struct session_subscription *sub, const struct rule *r);
+
+/* Whether two subscriptions ask for the same thing (providers in any order). */
+int session_subscription_equal(const struct session_subscription *a, const struct session_subscription *b);
 
 struct session;
 
@@ -32,8 +41,7 @@ struct session;
  * or 5 when allocation ticks are needed, and each EventCounters provider with
  * "EventCounterIntervalSec=N" (written into args, which out refers to).
  * Returns the number of providers; nothing is subscribed that sub does not ask for. */
-size_t session_providers(const struct session_subscription *sub, struct ipc_provider *out, char *args,
-                         size_t argslen);
+size_t session_providers(const struct session_subscription *sub, struct ipc_provider *out, char *args, size_t argslen);
 
 /* Called for every decoded event, after the metrics have taken it in. t_ns is
  * the event's time on CLOCK_MONOTONIC. */

@@ -13,11 +13,11 @@
 #include "dumpwatch/rules.h"
 
 /* Exit codes (also in the README and `dumpwatch --help`). */
-#define DW_EXIT_OK 0 /* finished: the dumps asked for were taken, or the target exited */
-#define DW_EXIT_USAGE 1 /* bad command line or rule */
-#define DW_EXIT_TARGET 2 /* no such process, not .NET, or its diagnostics socket is unreachable */
-#define DW_EXIT_DUMP 3 /* a dump failed */
-#define DW_EXIT_RUNTIME 4 /* the event stream broke, or an internal failure */
+#define DW_EXIT_OK 0       /* finished: the dumps asked for were taken, or the target exited */
+#define DW_EXIT_USAGE 1    /* bad command line or rule */
+#define DW_EXIT_TARGET 2   /* no such process, not .NET, or its diagnostics socket is unreachable */
+#define DW_EXIT_DUMP 3     /* a dump failed */
+#define DW_EXIT_RUNTIME 4  /* the event stream broke, or an internal failure */
 #define DW_EXIT_SIGNAL 130 /* stopped by SIGINT/SIGTERM before finishing */
 
 struct watch_options {
@@ -27,7 +27,7 @@ struct watch_options {
 	const char *dump_dir; /* absolute */
 	enum dump_via via;
 	const char *journal_path; /* NULL: no journal */
-	int verbose; /* print metrics as they arrive, on stdout */
+	int verbose;              /* print metrics as they arrive, on stdout */
 	uint32_t counter_interval_sec;
 };
 

@@ -20,6 +20,16 @@ int main(void)
 	dump_file_name("", 2, "", 0, name, sizeof(name));
 	CHECK_STR(name, "_-2-_-19700101T000000.000Z.core");
 
+	/* Rule file templates. */
+	dump_file_name_template("{rule}.{pid}.{name}.{time}.dmp", "web api", 12, "loh", 0, name, sizeof(name));
+	CHECK_STR(name, "loh.12.web_api.19700101T000000.000Z.dmp");
+	dump_file_name_template("", "a", 1, "r", 0, name, sizeof(name));
+	CHECK_STR(name, "a-1-r-19700101T000000.000Z.core");
+	dump_file_name_template(".hidden/{pid}", "a", 7, "r", 0, name, sizeof(name));
+	CHECK_STR(name, "_hidden_7");
+	dump_file_name_template("{name}{name}{name}", "abcdefgh", 1, "r", 0, name, 10);
+	CHECK_STR(name, "abcdefgha");
+
 	CHECK(mkdtemp(dir) != NULL);
 	CHECK(chmod(dir, 0700) == 0);
 	CHECK(dump_dir_writable_by(dir, getpid(), 0, 0, err, sizeof(err)) == 0);

@@ -27,8 +27,8 @@ int main(void)
 	sub.needs = NEED_COUNTERS;
 	sub.counter_interval_sec = 5;
 	sub.n_counter_providers = 2;
-	sub.counter_providers[0] = "System.Runtime";
-	sub.counter_providers[1] = "Microsoft.AspNetCore.Hosting";
+	snprintf(sub.counter_providers[0], CATALOG_NAME_MAX, "System.Runtime");
+	snprintf(sub.counter_providers[1], CATALOG_NAME_MAX, "Microsoft.AspNetCore.Hosting");
 	CHECK(session_providers(&sub, p, args, sizeof(args)) == 2);
 	CHECK_STR(p[0].name, "System.Runtime");
 	CHECK_STR(p[1].name, "Microsoft.AspNetCore.Hosting");

@@ -1,0 +1,115 @@
+/* Journal records and -v lines shared by the watcher and the guard; see report.h. */
+#include "dumpwatch/report.h"
+
+#include <string.h>
+
+#include "dumpwatch/units.h"
+
+#define REPORT_DESCRIBE_EVERY_NS 1000000000LL
+
+struct json_object *report_num(double v, int decimals)
+{
+	char buf[64];
+	if (decimals < 0)
+		snprintf(buf, sizeof(buf), "%.15g", v);
+	else
+		snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+	return json_object_new_double_s(v, buf);
+}
+
+void report_fire(struct json_object *rec, const struct rule *r, const struct metrics *m, int64_t now, int64_t read_ns,
+                 char *desc, size_t desclen)
+{
+	struct json_object *conds = json_object_new_array(), *vals = json_object_new_object();
+	int64_t newest_sample = 0;
+	size_t off = 0;
+
+	if (desclen)
+		desc[0] = '\0';
+	for (uint32_t c = 0; c < r->n_conds; c++) {
+		double v;
+		int64_t sample = 0;
+		char vb[32];
+		json_object_array_add(conds, json_object_new_string(r->conds[c].text));
+		if (!metrics_read(m, &r->conds[c].metric, now, &v, &sample))
+			continue;
+		json_object_object_add(vals, r->conds[c].metric.name, report_num(v, -1));
+		if (sample > newest_sample)
+			newest_sample = sample;
+		if (off < desclen) {
+			int n = snprintf(desc + off, desclen - off, "%s%s=%s", off ? " " : "", r->conds[c].metric.name,
+			                 units_format(v, r->conds[c].metric.unit, vb, sizeof(vb)));
+			if (n > 0)
+				off += (size_t)n;
+		}
+	}
+	json_object_object_add(rec, "rule", json_object_new_string(r->name));
+	json_object_object_add(rec, "conditions", conds);
+	json_object_object_add(rec, "metrics", vals);
+	/* How long after the event that made the rule true it fired: the
+	 * transport's flush delay plus dumpwatch's own. */
+	if (newest_sample > 0 && newest_sample <= now)
+		json_object_object_add(rec, "detect_delay_ms", report_num((double)(now - newest_sample) / 1e6, 3));
+	/* dumpwatch's own share: from reading the bytes to this decision. */
+	if (read_ns > 0)
+		json_object_object_add(rec, "read_to_fire_ms", report_num((double)(now - read_ns) / 1e6, 3));
+}
+
+void report_dump(struct json_object *rec, const struct dump_result *res, enum dump_type type)
+{
+	json_object_object_add(rec, "path", json_object_new_string(res->path));
+	json_object_object_add(rec, "bytes", json_object_new_int64((int64_t)res->bytes));
+	json_object_object_add(rec, "duration_ms", report_num(res->duration_ms, 1));
+	json_object_object_add(rec, "via", json_object_new_string(res->via));
+	json_object_object_add(rec, "type", json_object_new_string(rule_dump_type_name(type)));
+}
+
+void report_verbose_event(FILE *out, struct report_verbose *v, const char *prefix, const struct metrics *m,
+                          const struct ev_record *r, int64_t t_ns)
+{
+	double rel = (double)(t_ns - v->start_ns) / 1e9;
+	char b1[32], b2[32], b3[32], b4[32], b5[32];
+
+	switch (r->type) {
+	case EV_COUNTER:
+		fprintf(out, "%8.3fs %s%s/%s = %g %s\n", rel, prefix, r->u.counter.provider, r->u.counter.name,
+		        r->u.counter.value, r->u.counter.display_units);
+		break;
+	case EV_GC_END:
+		/* GCHeapStats follows the GCEnd of the GC it describes. */
+		v->last_gc_index = r->u.gc_end.count;
+		v->last_gc_gen = r->u.gc_end.depth;
+		return;
+	case EV_GC_HEAP_STATS: {
+		const struct ev_gc_heap_stats *h = &r->u.heap_stats;
+		fprintf(out, "%8.3fs %sgc #%u gen%u end: gen0=%s gen1=%s gen2=%s loh=%s poh=%s\n", rel, prefix,
+		        v->last_gc_index, v->last_gc_gen, units_format((double)h->size[0], UNIT_BYTES, b1, sizeof(b1)),
+		        units_format((double)h->size[1], UNIT_BYTES, b2, sizeof(b2)),
+		        units_format((double)h->size[2], UNIT_BYTES, b3, sizeof(b3)),
+		        units_format((double)h->size[3], UNIT_BYTES, b4, sizeof(b4)),
+		        units_format((double)h->size[4], UNIT_BYTES, b5, sizeof(b5)));
+		break;
+	}
+	case EV_GC_RESTART_EE_END: {
+		struct metric_ref ref = {.id = M_GC_PAUSE, .scale = 1};
+		double val;
+		int64_t s;
+		if (!metrics_read(m, &ref, t_ns, &val, &s) || s != t_ns)
+			return;
+		fprintf(out, "%8.3fs %sgc pause %.3f ms\n", rel, prefix, val);
+		break;
+	}
+	case EV_GC_ALLOC_TICK: {
+		char line[512];
+		if (t_ns - v->last_describe_ns < REPORT_DESCRIBE_EVERY_NS)
+			return;
+		v->last_describe_ns = t_ns;
+		metrics_describe(m, t_ns, line, sizeof(line));
+		fprintf(out, "%8.3fs %s%s\n", rel, prefix, line);
+		break;
+	}
+	default:
+		return;
+	}
+	fflush(out);
+}
