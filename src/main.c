@@ -1,5 +1,6 @@
 /* dumpwatch: command line. Parses arguments into options and hands over to
- * the watcher, `ps`, `record`, or `check`; it holds no logic of its own. */
+ * the watcher, the guard (--rules-dir), `ps`, `record`, or `check`; it holds
+ * no logic of its own. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -10,6 +11,7 @@
 
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/discovery.h"
+#include "dumpwatch/guard.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/record.h"
 #include "dumpwatch/rulefile.h"
@@ -23,6 +25,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: dumpwatch PID MB                      dump PID when its GC heap passes MB megabytes, then exit\n"
 	      "       dumpwatch --pid PID --when EXPR [--when EXPR ...] [options]\n"
+	      "       dumpwatch --rules-dir DIR [options]   guard every .NET process the rule files in DIR match\n"
 	      "       dumpwatch ps [--json]                 list .NET processes\n"
 	      "       dumpwatch record --pid PID --out FILE [--duration 5s]\n"
 	      "       dumpwatch check PATH...               validate rule files (a directory: its *.json)\n"
@@ -42,6 +45,13 @@ static void usage(FILE *f)
 	      "  -j, --journal FILE       append a JSON line for every attach, fire, dump and failure\n"
 	      "      --counter-interval DURATION  EventCounters interval (default 1s)\n"
 	      "  -v, --verbose            print metrics as they arrive\n"
+	      "\n"
+	      "guard options (with --rules-dir; limits and dump type come from the rule files):\n"
+	      "  -r, --rules-dir DIR      the rule files (*.json), watched for changes; SIGHUP reloads\n"
+	      "      --state-dir DIR      where limits are kept across restarts (default: beside --journal)\n"
+	      "      --socket-dir DIR     also watch DIR for new diagnostics sockets (repeatable)\n"
+	      "      --stop-timeout D     on SIGTERM, how long a dump in progress may take (default 5s)\n"
+	      "      --log journald|stderr  priority prefixes for journald (default: when JOURNAL_STREAM is set)\n"
 	      "  -h, --help, --version\n"
 	      "\n"
 	      "exit status: 0 done (dumps taken, or the process exited first), 1 usage, 2 process not found /\n"
@@ -145,9 +155,58 @@ static int cmd_check(int argc, char **argv)
 	return rulefile_check_paths(argv + 1, (size_t)(argc - 1), stdout, stderr);
 }
 
+/* Guard mode: absolute paths, the state directory beside the journal by
+ * default, then guard_run. */
+static int run_guard(struct guard_options *go, const char *rules_dir, const char *dump_dir, const char *journal,
+                     const char *state_dir, enum dump_via via, int64_t interval, int64_t stop_timeout, int verbose,
+                     int watch_args)
+{
+	static char rdir[PATH_MAX], ddir[PATH_MAX], sdir[PATH_MAX];
+
+	if (watch_args) {
+		log_error("--rules-dir takes its rules, limits and processes from the rule files; --pid, --when, "
+		          "--dump-type, --max-dumps, --cooldown and PID MB are for watching one process");
+		return DW_EXIT_USAGE;
+	}
+	if (rules_dir[0] == '/')
+		snprintf(rdir, sizeof(rdir), "%s", rules_dir);
+	else if (!getcwd(sdir, sizeof(sdir)) ||
+	         snprintf(rdir, sizeof(rdir), "%s/%s", sdir, rules_dir) >= (int)sizeof(rdir)) {
+		log_error("--rules-dir %s: path too long", rules_dir);
+		return DW_EXIT_USAGE;
+	}
+	/* The rules directory may not exist yet (it is picked up when it
+	 * appears); the dump directory must. */
+	if (!realpath(dump_dir, ddir)) {
+		log_error("dump directory %s: %s", dump_dir, strerror(errno));
+		return DW_EXIT_USAGE;
+	}
+	sdir[0] = '\0';
+	if (state_dir) {
+		snprintf(sdir, sizeof(sdir), "%s", state_dir);
+	} else if (journal) {
+		const char *slash = strrchr(journal, '/');
+		if (!slash)
+			snprintf(sdir, sizeof(sdir), ".");
+		else
+			snprintf(sdir, sizeof(sdir), "%.*s", (int)(slash == journal ? 1 : slash - journal), journal);
+	} else {
+		log_warn("no --journal or --state-dir: dump limits will not survive a restart");
+	}
+	go->rules_dir = rdir;
+	go->dump_dir = ddir;
+	go->journal_path = journal;
+	go->state_dir = sdir[0] ? sdir : NULL;
+	go->via = via;
+	go->counter_interval_sec = (uint32_t)(interval / 1000000000LL);
+	go->verbose = verbose;
+	go->stop_timeout_ns = stop_timeout;
+	return guard_run(go);
+}
+
 int main(int argc, char **argv)
 {
-	enum { OPT_VERSION = 256, OPT_VIA, OPT_INTERVAL };
+	enum { OPT_VERSION = 256, OPT_VIA, OPT_INTERVAL, OPT_STATE_DIR, OPT_SOCKET_DIR, OPT_STOP_TIMEOUT, OPT_LOG };
 	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
 	                                     {"when", required_argument, NULL, 'w'},
 	                                     {"dump-dir", required_argument, NULL, 'd'},
@@ -158,11 +217,20 @@ int main(int argc, char **argv)
 	                                     {"journal", required_argument, NULL, 'j'},
 	                                     {"counter-interval", required_argument, NULL, OPT_INTERVAL},
 	                                     {"verbose", no_argument, NULL, 'v'},
+	                                     {"rules-dir", required_argument, NULL, 'r'},
+	                                     {"state-dir", required_argument, NULL, OPT_STATE_DIR},
+	                                     {"socket-dir", required_argument, NULL, OPT_SOCKET_DIR},
+	                                     {"stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT},
+	                                     {"log", required_argument, NULL, OPT_LOG},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, OPT_VERSION},
 	                                     {NULL, 0, NULL, 0}};
 	static struct rule rule;
+	static struct guard_options go;
 	struct watch_options o;
+	const char *rules_dir = NULL, *state_dir = NULL;
+	int64_t stop_timeout = 5000000000LL;
+	int limits_given = 0;
 	char err[512], dir[PATH_MAX];
 	const char *dump_dir = ".";
 	int64_t cooldown = 10000000000LL, interval = 1000000000LL;
@@ -179,7 +247,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	memset(&rule, 0, sizeof(rule));
 	rule.dump_type = DUMP_WITHHEAP;
-	while ((c = getopt_long(argc, argv, "p:w:d:t:n:c:j:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:w:d:t:n:c:j:r:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_pid(optarg, &o.pid) < 0) {
@@ -202,6 +270,7 @@ int main(int argc, char **argv)
 			dump_dir = optarg;
 			break;
 		case 't':
+			limits_given = 1;
 			if (rule_dump_type_parse(optarg, &rule.dump_type) < 0) {
 				log_error("--dump-type must be normal, withheap, triage or full, not \"%s\"", optarg);
 				return DW_EXIT_USAGE;
@@ -220,6 +289,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'n': {
+			limits_given = 1;
 			char *end;
 			errno = 0;
 			max_dumps = strtol(optarg, &end, 10);
@@ -230,6 +300,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'c':
+			limits_given = 1;
 			if (units_parse_duration(optarg, &cooldown, err, sizeof(err)) < 0) {
 				log_error("--cooldown: %s", err);
 				return DW_EXIT_USAGE;
@@ -243,6 +314,35 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			o.journal_path = optarg;
+			break;
+		case 'r':
+			rules_dir = optarg;
+			break;
+		case OPT_STATE_DIR:
+			state_dir = optarg;
+			break;
+		case OPT_SOCKET_DIR:
+			if (go.n_socket_dirs == GUARD_SOCKET_DIRS_MAX) {
+				log_error("at most %d --socket-dir", GUARD_SOCKET_DIRS_MAX);
+				return DW_EXIT_USAGE;
+			}
+			go.socket_dirs[go.n_socket_dirs++] = optarg;
+			break;
+		case OPT_STOP_TIMEOUT:
+			if (units_parse_duration(optarg, &stop_timeout, err, sizeof(err)) < 0) {
+				log_error("--stop-timeout: %s", err);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		case OPT_LOG:
+			if (strcmp(optarg, "journald") == 0)
+				log_set_journald(1);
+			else if (strcmp(optarg, "stderr") == 0)
+				log_set_journald(0);
+			else {
+				log_error("--log must be journald or stderr, not \"%s\"", optarg);
+				return DW_EXIT_USAGE;
+			}
 			break;
 		case 'v':
 			o.verbose = 1;
@@ -258,6 +358,10 @@ int main(int argc, char **argv)
 			return DW_EXIT_USAGE;
 		}
 	}
+
+	if (rules_dir)
+		return run_guard(&go, rules_dir, dump_dir, o.journal_path, state_dir, o.via, interval, stop_timeout,
+		                 o.verbose, o.pid || rule.n_conds || limits_given || argc - optind > 0);
 
 	/* The classic form: dumpwatch PID MB. */
 	if (argc - optind == 2 && !o.pid && rule.n_conds == 0) {

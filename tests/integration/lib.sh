@@ -92,3 +92,65 @@ wait_for() {
 count_dumps() { find "$DUMPS" -maxdepth 1 -name '*.core' | wc -l; }
 count_partials() { find "$DUMPS" -maxdepth 1 -name '.*.partial' | wc -l; }
 journal_count() { grep -c "\"event\":\"$1\"" "$JOURNAL" 2>/dev/null || true; }
+
+# --- several apps and the guard (dumpwatch --rules-dir) ---
+
+declare -A APP_FD APP_PIDS
+
+# start_tagged TAG [RUNNER...]: starts MemSpike with "--tag TAG" on its command
+# line (what rules tell the processes apart by), commands from its own fifo;
+# sets APP_PIDS[TAG]. Output in $T/TAG.out.
+start_tagged() {
+	local tag=$1 fd
+	shift
+	mkfifo -m 0666 "$T/$tag.cmd"
+	exec {fd}<>"$T/$tag.cmd"
+	APP_FD[$tag]=$fd
+	: >"$T/$tag.out"
+	chmod 0666 "$T/$tag.out"
+	"$@" "$APP" --tag "$tag" <"$T/$tag.cmd" >"$T/$tag.out" 2>&1 &
+	APP_PIDS[$tag]=$!
+	PIDS+=("$!")
+	wait_for "grep -q ready '$T/$tag.out'" 10 || fail "MemSpike $tag did not start"
+}
+
+# tagged_cmd TAG COMMAND...: sends a command to that app.
+tagged_cmd() {
+	local tag=$1
+	shift
+	echo "$*" >&"${APP_FD[$tag]}"
+}
+
+# wait_tagged_done TAG COMMAND SECONDS: until the app has answered COMMAND.
+wait_tagged_done() {
+	wait_for "grep -qF 'done $2' '$T/$1.out'" "$3" || fail "$1 did not finish '$2'"
+}
+
+# start_guard ARGS...: runs `dumpwatch --rules-dir` in the background with
+# the test's journal and dump directory; sets DW_PID. Appends to $T/dw.out.
+RULES="$T/rules.d"
+mkdir -p "$RULES"
+start_guard() {
+	"$DUMPWATCH" -v --rules-dir "$RULES" --dump-dir "$DUMPS" --journal "$JOURNAL" "$@" >>"$T/dw.out" 2>&1 &
+	DW_PID=$!
+	PIDS+=("$DW_PID")
+	wait_for "grep -q 'guarding' '$T/dw.out'" 15 || fail "dumpwatch --rules-dir did not start"
+}
+
+# wait_journal EVENT COUNT SECONDS [FILTER]: until the journal has COUNT records of
+# EVENT (containing FILTER, when given).
+wait_journal() {
+	wait_for "[ \"\$(grep '\"event\":\"$1\"' '$JOURNAL' 2>/dev/null | grep -cF -- '${4:-}')\" -ge $2 ]" "$3"
+}
+
+# journal_count_with EVENT TEXT: records of EVENT that contain TEXT.
+journal_count_with() { grep "\"event\":\"$1\"" "$JOURNAL" 2>/dev/null | grep -cF -- "$2" || true; }
+
+# dumps_of PID: dump files of that pid.
+dumps_of() { find "$DUMPS" -maxdepth 1 -name "*-$1-*.core" | wc -l; }
+
+# stop_guard: SIGTERM, then waits (bounded) for a clean exit; sets DW_RC.
+stop_guard() {
+	kill -TERM "$DW_PID"
+	wait_dw "${1:-15}"
+}

@@ -1,0 +1,35 @@
+/* The guard: dumpwatch as a service. Watches a rules directory, attaches to
+ * every .NET process that an enabled rule matches (running at start or started
+ * later), evaluates each process's rules on its own event stream, dumps within
+ * the rules' limits, and journals everything. main.c only fills
+ * guard_options. */
+#ifndef DUMPWATCH_GUARD_H
+#define DUMPWATCH_GUARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dumpwatch/dump.h"
+
+#define GUARD_SOCKET_DIRS_MAX 16
+
+struct guard_options {
+	const char *rules_dir;    /* absolute */
+	const char *dump_dir;     /* absolute; rules without dump.dir use it */
+	const char *journal_path; /* NULL: no journal */
+	const char *state_dir;    /* NULL: limits are not kept across restarts */
+	enum dump_via via;
+	uint32_t counter_interval_sec;
+	int verbose;
+	int64_t stop_timeout_ns; /* on SIGTERM, how long a dump in progress may take to finish */
+	/* Directories to watch for new diagnostics sockets besides /tmp and the
+	 * socket directories of processes seen. */
+	const char *socket_dirs[GUARD_SOCKET_DIRS_MAX];
+	size_t n_socket_dirs;
+};
+
+/* Runs until SIGTERM or SIGINT. Returns DW_EXIT_OK after a clean stop, or
+ * DW_EXIT_USAGE / DW_EXIT_RUNTIME when it cannot start (the reason logged). */
+int guard_run(const struct guard_options *o);
+
+#endif
