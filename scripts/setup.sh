@@ -19,6 +19,11 @@ if ((${#missing[@]})); then
 	$sudo apt-get update -qq
 	$sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# --no-dotnet: only what building and installing dumpwatch needs (install.sh).
+if [ "${1:-}" = "--no-dotnet" ]; then
+	echo "setup: build dependencies present"
+	exit 0
+fi
 if ! command -v dotnet >/dev/null 2>&1; then
 	echo "setup: the .NET SDK (dotnet) is not on PATH. dumpwatch itself needs no .NET, but its demo and" >&2
 	echo "setup: integration tests run .NET programs: install the .NET SDK 8 or newer and run again." >&2

@@ -28,7 +28,7 @@ for _ in $(seq 100); do grep -q guarding "$t/dw.out" && break; sleep 0.1; done
 ms_of() { date -u -d "$1" +%s%3N; }
 delays=()
 for i in $(seq "$runs"); do
-	"$app" --tag "$tag-$i" </dev/null >/dev/null 2>&1 &
+	"$app" --script "sleep 600000" --tag "$tag-$i" </dev/null >/dev/null 2>&1 &
 	ap=$!
 	pids+=("$ap")
 	sock=
@@ -53,8 +53,9 @@ echo "  median $median ms, min $(echo "$sorted" | head -1) ms, max $(echo "$sort
 
 # Cost while guarding idle processes.
 for i in $(seq "$guarded"); do
-	"$app" --tag "$tag-g$i" </dev/null >/dev/null 2>&1 &
+	"$app" --script "sleep 600000" --tag "$tag-g$i" </dev/null >/dev/null 2>&1 &
 	pids+=("$!")
+	disown "$!" # killed by the trap; no job report
 done
 for _ in $(seq 200); do
 	[ "$(grep -c '"event":"attach"' "$t/j.jsonl")" -ge $((runs + guarded)) ] && break

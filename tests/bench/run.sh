@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints every benchmark figure dumpwatch publishes: parser throughput on a
-# recorded trace, detection latency over 10 runs, and dumpwatch's own RSS and
-# CPU while watching. Figures only, never pass/fail. Builds first.
+# recorded trace, detection latency over 10 runs, dumpwatch's own RSS and CPU
+# while watching, and the guard's attach latency and cost. Figures only, never pass/fail. Builds first.
 #   usage: tests/bench/run.sh [BUILD_DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,3 +20,6 @@ echo
 echo
 echo "== dumpwatch's cost while watching"
 "$here/tests/bench/watch_cost.sh" "$build" 20
+echo
+echo "== the guard (--rules-dir): attach latency and cost"
+"$here/tests/bench/guard_attach.sh" "$build" 20 8
