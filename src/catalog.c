@@ -42,6 +42,7 @@ static const struct gc_metric gc_metrics[M_COUNTER] = {
     [M_APPDOMAIN_ALLOCATED] = {"appdomain-allocated", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
     [M_APPDOMAIN_SURVIVED] = {"appdomain-survived", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
     [M_APPDOMAIN_FREED] = {"appdomain-freed", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+    [M_TIME_IN_GC] = {"time-in-gc", UNIT_PERCENT, NEED_GC, 0},
 };
 
 struct runtime_counter {

@@ -12,7 +12,17 @@
  * GCHeapStats (written by the GC thread) can arrive after allocation ticks of
  * the application thread stamped later than it. So the estimate goes by
  * timestamps: the newest heap statistics by time, plus the ticks stamped after
- * them, whichever arrived first. Recent ticks are kept in a ring for that. */
+ * them, whichever arrived first. Recent ticks are kept in a ring for that.
+ *
+ * AppDomain figures (a .NET Core process has one AppDomain; .NET 5+ never
+ * fires the AppDomainMemAllocated/Survived events, which are used when a
+ * runtime does): allocated is the System.Runtime allocation counter's sum
+ * (exact, GC.GetTotalAllocatedBytes, but once per interval) plus the ticks
+ * that arrived after its last sample, or the ticks alone (each carries the
+ * bytes since the previous one, so their sum trails by less than one tick's
+ * worth, ~100 KB, per kind and heap); survived is the heap after the last GC;
+ * freed is what was allocated after the first GC seen minus how much the heap
+ * grew since then. */
 #include "dumpwatch/metrics.h"
 
 #include <math.h>
@@ -29,6 +39,12 @@
  * tick per ~100 KB of small objects (one per large object) this covers
  * ~400 MB of allocation between two GC ends. */
 #define TICK_RING 4096
+/* time-in-gc: suspensions of this window. */
+#define GC_TIME_WINDOW_NS 10000000000LL
+#define PAUSE_RING 1024
+/* GCSuspendEEBegin reasons that are GC suspensions (for GC, GC prep). */
+#define SUSPEND_FOR_GC 1
+#define SUSPEND_FOR_GC_PREP 6
 
 struct rate {
 	int64_t bucket_id[N_BUCKETS]; /* which 10 ms slot each bucket holds */
@@ -62,22 +78,38 @@ struct metrics {
 	uint64_t allocated_total;
 	int have_alloc;
 	int64_t alloc_ns;
-	uint64_t heap_at_first_gc;
+	/* The allocation counter (System.Runtime alloc-rate increments) and the
+	 * tick total when its last sample arrived. */
+	double counter_alloc_total;
+	uint64_t ticks_at_counter;
+	int have_counter_alloc;
+	int64_t counter_alloc_ns;
+	/* The heap and the allocation total as of the first GC seen. */
+	uint64_t heap_at_first_gc, alloc_at_first_gc;
+	int64_t first_heap_ns;
 	int have_first_heap;
+	/* AppDomainMemAllocated / AppDomainMemSurvived, when a runtime fires them. */
+	uint64_t ad_allocated, ad_survived;
+	int64_t ad_allocated_ns, ad_survived_ns;
+	int have_ad_allocated, have_ad_survived;
 
 	struct rate rates[3];
 
 	/* GCs. */
 	uint64_t gc_count;
-	int have_gc;
-	struct metrics_gc last, cur;
-	int cur_open;
-	int64_t suspend_ns; /* 0 when no suspension is open */
+	int64_t suspend_ns; /* 0 when no GC suspension is open */
 	int have_pause;
 	double pause_ms; /* the last suspension, suspend-begin to restart-end */
 	int64_t pause_end_ns;
 	int64_t gc_end_ns[3][GC_RING];
 	uint32_t gc_ring_n[3], gc_ring_head[3];
+	/* Recent GC suspensions, for time-in-gc. */
+	struct {
+		int64_t begin_ns, end_ns;
+	} pauses[PAUSE_RING];
+	uint32_t pause_head, pause_n;
+	int64_t first_ns; /* the first event's time: time-in-gc's window starts no earlier */
+	int have_first;
 
 	struct counter_value counters[MAX_COUNTERS];
 	size_t n_counters;
@@ -167,9 +199,40 @@ static double gc_rate(const struct metrics *m, int gen, int64_t now_ns)
 	return (double)n * 1e9 / (double)METRICS_GC_RATE_WINDOW_NS;
 }
 
+/* Percent of the window ending at now that GC suspensions took. */
+static double time_in_gc(const struct metrics *m, int64_t now_ns)
+{
+	int64_t from = now_ns - GC_TIME_WINDOW_NS, sum = 0;
+
+	if (from < m->first_ns)
+		from = m->first_ns;
+	if (now_ns <= from)
+		return 0;
+	for (uint32_t i = 0; i < m->pause_n; i++) {
+		uint32_t k = (m->pause_head + PAUSE_RING - 1 - i) % PAUSE_RING;
+		int64_t b = m->pauses[k].begin_ns, e = m->pauses[k].end_ns;
+		if (e <= from)
+			continue;
+		if (b < from)
+			b = from;
+		if (e > now_ns)
+			e = now_ns;
+		if (e > b)
+			sum += e - b;
+	}
+	return 100.0 * (double)sum / (double)(now_ns - from);
+}
+
 static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_ns)
 {
 	struct counter_value *cv = NULL;
+
+	if (c->is_increment && strcmp(c->provider, "System.Runtime") == 0 && strcmp(c->name, "alloc-rate") == 0) {
+		m->counter_alloc_total += c->value;
+		m->ticks_at_counter = m->allocated_total;
+		m->have_counter_alloc = 1;
+		m->counter_alloc_ns = t_ns;
+	}
 
 	for (size_t i = 0; i < m->n_counters; i++)
 		if (strcmp(m->counters[i].name, c->name) == 0 && strcmp(m->counters[i].provider, c->provider) == 0) {
@@ -209,6 +272,10 @@ int metrics_event_matters(const struct ev_record *r)
 
 void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns)
 {
+	if (!m->have_first || t_ns < m->first_ns) {
+		m->first_ns = t_ns;
+		m->have_first = 1;
+	}
 	switch (r->type) {
 	case EV_COUNTER:
 		on_counter(m, &r->u.counter, t_ns);
@@ -231,46 +298,46 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 		}
 		rate_add(&m->rates[k], t_ns, r->u.alloc.amount);
 		m->allocated_total += r->u.alloc.amount;
+		/* Arrived late but allocated before the first GC seen. */
+		if (m->have_first_heap && t_ns <= m->first_heap_ns)
+			m->alloc_at_first_gc += r->u.alloc.amount;
 		m->have_alloc = 1;
 		m->alloc_ns = t_ns;
 		break;
 	}
 	case EV_GC_SUSPEND_EE_BEGIN:
-		m->suspend_ns = t_ns;
+		/* Suspensions for other reasons (a debugger) are not GC pauses. */
+		m->suspend_ns =
+		    r->u.suspend.reason == SUSPEND_FOR_GC || r->u.suspend.reason == SUSPEND_FOR_GC_PREP ? t_ns : 0;
 		break;
 	case EV_GC_RESTART_EE_END:
-		/* Suspensions do not nest: this restart ends the open suspension,
-		 * whichever GC (foreground or background phase) it served. */
-		if (m->suspend_ns) {
-			double pause = (double)(t_ns - m->suspend_ns) / 1e6;
+		/* Suspensions do not overlap: this restart ends the open suspension,
+		 * whichever GC (foreground or background phase) it served. Each
+		 * suspension is a pause (gcrec.h attributes them to GCs). */
+		if (m->suspend_ns && t_ns >= m->suspend_ns) {
 			m->have_pause = 1;
-			m->pause_ms = pause;
+			m->pause_ms = (double)(t_ns - m->suspend_ns) / 1e6;
 			m->pause_end_ns = t_ns;
-			if (m->cur_open || m->have_gc) {
-				struct metrics_gc *g = m->cur_open ? &m->cur : &m->last;
-				if (g->pause_ms < 0)
-					g->pause_ms = 0;
-				g->pause_ms += pause;
-				if (!m->cur_open)
-					m->last.end_ns = t_ns;
-			}
-			m->suspend_ns = 0;
+			uint32_t k = m->pause_head;
+			m->pauses[k].begin_ns = m->suspend_ns;
+			m->pauses[k].end_ns = t_ns;
+			m->pause_head = (k + 1) % PAUSE_RING;
+			if (m->pause_n < PAUSE_RING)
+				m->pause_n++;
 		}
+		m->suspend_ns = 0;
 		break;
-	case EV_GC_START:
-		memset(&m->cur, 0, sizeof(m->cur));
-		m->cur.index = r->u.gc_start.count;
-		m->cur.generation = r->u.gc_start.depth;
-		m->cur.reason = r->u.gc_start.reason;
-		m->cur.type = r->u.gc_start.type;
-		m->cur.start_ns = t_ns;
-		m->cur.pause_ms = -1;
-		m->cur_open = 1;
+	case EV_APPDOMAIN_MEM_ALLOCATED:
+		m->ad_allocated = r->u.appdomain.bytes;
+		m->ad_allocated_ns = t_ns;
+		m->have_ad_allocated = 1;
+		break;
+	case EV_APPDOMAIN_MEM_SURVIVED:
+		m->ad_survived = r->u.appdomain.bytes;
+		m->ad_survived_ns = t_ns;
+		m->have_ad_survived = 1;
 		break;
 	case EV_GC_END:
-		if (m->cur_open && m->cur.index == r->u.gc_end.count) {
-			m->cur.end_ns = t_ns;
-		}
 		gc_ring_push(m, r->u.gc_end.depth, t_ns);
 		m->gc_count++;
 		break;
@@ -285,17 +352,11 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 		rebase_ticks(m);
 		if (!m->have_first_heap) {
 			m->have_first_heap = 1;
+			m->first_heap_ns = t_ns;
 			for (int i = 0; i < 5; i++)
 				m->heap_at_first_gc += m->size[i];
-		}
-		if (m->cur_open) {
-			memcpy(m->cur.size, m->size, sizeof(m->size));
-			memcpy(m->cur.promoted, m->promoted, sizeof(m->promoted));
-			if (!m->cur.end_ns)
-				m->cur.end_ns = t_ns;
-			m->last = m->cur;
-			m->cur_open = 0;
-			m->have_gc = 1;
+			/* What is allocated from here on, as of this GC. */
+			m->alloc_at_first_gc = m->allocated_total - (m->since_gc[0] + m->since_gc[1] + m->since_gc[2]);
 		}
 		break;
 	default:
@@ -315,6 +376,15 @@ static uint64_t heap_total(const struct metrics *m)
 static int64_t later(int64_t a, int64_t b)
 {
 	return a > b ? a : b;
+}
+
+/* Bytes allocated since the session began: the allocation counter plus the
+ * ticks since its last sample, or the ticks alone. */
+static double allocated(const struct metrics *m)
+{
+	if (m->have_counter_alloc)
+		return m->counter_alloc_total + (double)(m->allocated_total - m->ticks_at_counter);
+	return (double)m->allocated_total;
 }
 
 int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns, double *value,
@@ -376,26 +446,47 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 		*sample_ns = now_ns;
 		return 1;
 	case M_APPDOMAIN_ALLOCATED:
-		if (!m->have_alloc)
+		if (m->have_ad_allocated) {
+			*value = (double)m->ad_allocated;
+			*sample_ns = m->ad_allocated_ns;
+			return 1;
+		}
+		if (!m->have_alloc && !m->have_counter_alloc)
 			return 0;
-		*value = (double)m->allocated_total;
-		*sample_ns = m->alloc_ns;
+		*value = allocated(m);
+		*sample_ns = later(m->alloc_ns, m->counter_alloc_ns);
 		return 1;
 	case M_APPDOMAIN_SURVIVED:
+		if (m->have_ad_survived) {
+			*value = (double)m->ad_survived;
+			*sample_ns = m->ad_survived_ns;
+			return 1;
+		}
 		if (!m->have_heap)
 			return 0;
-		*value = (double)(m->promoted[0] + m->promoted[1] + m->promoted[2] + m->promoted[3] + m->promoted[4]);
+		*value = (double)(m->size[0] + m->size[1] + m->size[2] + m->size[3] + m->size[4]);
 		*sample_ns = m->heap_ns;
 		return 1;
 	case M_APPDOMAIN_FREED: {
-		if (!m->have_heap || !m->have_alloc)
+		if (!m->have_heap)
 			return 0;
-		double growth = (double)heap_total(m) - (double)m->heap_at_first_gc;
-		double freed = (double)m->allocated_total - growth;
+		/* Both from the first GC on: the bytes allocated since, less what
+		 * of them the heap kept. Only GCs free, so it moves at GC ends. */
+		double since = (double)(m->allocated_total - m->alloc_at_first_gc) -
+		               (double)(m->since_gc[0] + m->since_gc[1] + m->since_gc[2]);
+		double growth = (double)(m->size[0] + m->size[1] + m->size[2] + m->size[3] + m->size[4]) -
+		                (double)m->heap_at_first_gc;
+		double freed = since - growth;
 		*value = freed > 0 ? freed : 0;
-		*sample_ns = heap_t;
+		*sample_ns = m->heap_ns;
 		return 1;
 	}
+	case M_TIME_IN_GC:
+		if (!m->have_first)
+			return 0;
+		*value = time_in_gc(m, now_ns);
+		*sample_ns = now_ns;
+		return 1;
 	case M_COUNTER:
 		for (size_t i = 0; i < m->n_counters; i++)
 			if (strcmp(m->counters[i].name, ref->counter) == 0 &&
@@ -408,14 +499,6 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 	default:
 		return 0;
 	}
-}
-
-int metrics_last_gc(const struct metrics *m, struct metrics_gc *out)
-{
-	if (!m->have_gc)
-		return 0;
-	*out = m->last;
-	return 1;
 }
 
 void metrics_describe(const struct metrics *m, int64_t now_ns, char *buf, size_t len)

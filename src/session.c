@@ -157,7 +157,9 @@ size_t session_providers(const struct session_subscription *sub, struct ipc_prov
 	size_t n = 0;
 
 	if (sub->needs & (NEED_GC | NEED_ALLOC_TICKS)) {
-		out[n].keywords = EV_KW_GC;
+		/* AppDomainResourceManagement too: .NET 5+ never fires its
+		 * events, but a runtime that does is decoded. */
+		out[n].keywords = EV_KW_GC | EV_KW_APPDOMAIN_RM;
 		out[n].level = (sub->needs & NEED_ALLOC_TICKS) ? 5 : 4;
 		out[n].name = EV_RUNTIME_PROVIDER;
 		out[n].args = NULL;

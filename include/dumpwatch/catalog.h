@@ -25,9 +25,10 @@ enum metric_id {
 	M_SOH_ALLOC_RATE,
 	M_LOH_ALLOC_RATE,
 	M_POH_ALLOC_RATE,
-	M_APPDOMAIN_ALLOCATED, /* bytes allocated since attach (allocation ticks) */
-	M_APPDOMAIN_SURVIVED,  /* bytes promoted by the last GC */
-	M_APPDOMAIN_FREED,     /* allocated since attach - heap growth since the first GC seen */
+	M_APPDOMAIN_ALLOCATED, /* bytes allocated since attach (allocation counter + ticks) */
+	M_APPDOMAIN_SURVIVED,  /* bytes on the heap after the last GC: what survived it */
+	M_APPDOMAIN_FREED,     /* since the first GC seen: allocated - heap growth */
+	M_TIME_IN_GC,          /* percent of the last 10 s the runtime was suspended for GC */
 	M_COUNTER,             /* an EventCounter: provider + counter name */
 	M__COUNT
 };

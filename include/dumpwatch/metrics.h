@@ -42,16 +42,6 @@ int metrics_read_at(void *ctx, const struct metric_ref *ref, double *value, int6
  * after it (counters, GC ends and heap stats, restarts, allocation ticks). */
 int metrics_event_matters(const struct ev_record *r);
 
-/* The last completed GC, for -v output and the journal. */
-struct metrics_gc {
-	uint32_t index, generation, reason, type;
-	int64_t start_ns, end_ns;
-	double pause_ms; /* < 0 when unknown */
-	uint64_t size[5], promoted[5];
-};
-/* Returns 1 and fills out when a GC has completed since the session began. */
-int metrics_last_gc(const struct metrics *m, struct metrics_gc *out);
-
 /* Writes the current built-in metrics as one human line ("heap-size=... loh-size=..."). */
 void metrics_describe(const struct metrics *m, int64_t now_ns, char *buf, size_t len);
 

@@ -36,6 +36,7 @@ static const struct gc_case gc_cases[] = {
     {"appdomain-allocated", M_APPDOMAIN_ALLOCATED, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
     {"appdomain-survived", M_APPDOMAIN_SURVIVED, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
     {"appdomain-freed", M_APPDOMAIN_FREED, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+    {"time-in-gc", M_TIME_IN_GC, UNIT_PERCENT, NEED_GC, 0},
 };
 
 struct counter_case {
@@ -139,7 +140,8 @@ static void test_runtime_counters(void)
 		snprintf(name, sizeof(name), "System.Runtime/%s", c->name);
 		check_counter(name, "System.Runtime", c->name, c->unit, c->scale);
 		/* Bare names reach the counter unless a GC metric owns the name. */
-		if (strcmp(c->name, "loh-size") && strcmp(c->name, "poh-size") && strcmp(c->name, "alloc-rate"))
+		if (strcmp(c->name, "loh-size") && strcmp(c->name, "poh-size") && strcmp(c->name, "alloc-rate") &&
+		    strcmp(c->name, "time-in-gc"))
 			check_counter(c->name, "System.Runtime", c->name, c->unit, c->scale);
 	}
 	/* GC-derived names win over the counters of the same name. */
@@ -147,6 +149,7 @@ static void test_runtime_counters(void)
 	char err[256];
 	CHECK(catalog_resolve("alloc-rate", &m, err, sizeof(err)) == 0 && m.id == M_ALLOC_RATE);
 	CHECK(catalog_resolve("loh-size", &m, err, sizeof(err)) == 0 && m.id == M_LOH_SIZE);
+	CHECK(catalog_resolve("time-in-gc", &m, err, sizeof(err)) == 0 && m.id == M_TIME_IN_GC);
 	/* The provider's case is normalised to the runtime's spelling. */
 	check_counter("system.runtime/cpu-usage", "System.Runtime", "cpu-usage", UNIT_PERCENT, 1);
 	/* A System.Runtime counter this catalog does not know (a newer

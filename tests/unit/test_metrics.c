@@ -58,6 +58,8 @@ static void simple(struct metrics *m, int64_t t, enum ev_type type)
 	struct ev_record r;
 	memset(&r, 0, sizeof(r));
 	r.type = type;
+	if (type == EV_GC_SUSPEND_EE_BEGIN)
+		r.u.suspend.reason = 1; /* for GC */
 	metrics_on_event(m, &r, t);
 }
 
@@ -178,11 +180,82 @@ static void test_pause_and_gc_rate(void)
 	CHECK(fabs(val(m, M_GEN2_GC_RATE, 4 * SEC, NULL) - 1.0 / 60) < 1e-9);
 	CHECK(fabs(val(m, M_GEN0_GC_RATE, 4 * SEC, NULL) - 2.0 / 60) < 1e-9);
 	CHECK(val(m, M_GEN2_GC_RATE, 70 * SEC, NULL) == 0);
-	struct metrics_gc g;
-	CHECK(metrics_last_gc(m, &g) == 1);
-	CHECK(g.index == 3 && g.generation == 2);
-	CHECK(fabs(g.pause_ms - 5.0) < 1e-9);
-	CHECK(g.size[4] == 300);
+	metrics_free(m);
+}
+
+/* time-in-gc: the share of the last 10 s spent in GC suspensions; other
+ * suspensions do not count. */
+static void test_time_in_gc(void)
+{
+	struct metrics *m = metrics_new();
+	struct ev_record r;
+
+	simple(m, 0, EV_GC_END); /* the session's first event at t=0 */
+	/* 1 s into the session: 100 ms suspended -> 10 %. */
+	simple(m, 900 * MS, EV_GC_SUSPEND_EE_BEGIN);
+	simple(m, 1000 * MS, EV_GC_RESTART_EE_END);
+	CHECK(fabs(val(m, M_TIME_IN_GC, 1 * SEC, NULL) - 10.0) < 1e-9);
+	/* A debugger's suspension is not GC. */
+	memset(&r, 0, sizeof(r));
+	r.type = EV_GC_SUSPEND_EE_BEGIN;
+	r.u.suspend.reason = 5;
+	metrics_on_event(m, &r, 1100 * MS);
+	simple(m, 1900 * MS, EV_GC_RESTART_EE_END);
+	CHECK(fabs(val(m, M_TIME_IN_GC, 2 * SEC, NULL) - 5.0) < 1e-9);
+	/* A 3 s pause at 20 s: 30 % of the 10 s window, then it slides out. */
+	simple(m, 20 * SEC, EV_GC_SUSPEND_EE_BEGIN);
+	simple(m, 23 * SEC, EV_GC_RESTART_EE_END);
+	CHECK(fabs(val(m, M_TIME_IN_GC, 25 * SEC, NULL) - 30.0) < 1e-9);
+	CHECK(fabs(val(m, M_TIME_IN_GC, 31 * SEC, NULL) - 20.0) < 1e-9); /* 2 s of it left in the window */
+	CHECK(val(m, M_TIME_IN_GC, 40 * SEC, NULL) == 0);
+	CHECK(fabs(val(m, M_GC_PAUSE, 40 * SEC, NULL) - 3000.0) < 1e-9);
+	metrics_free(m);
+}
+
+/* AppDomain figures: allocated from the allocation counter plus later ticks,
+ * survived = heap after the last GC, freed = allocated since the first GC
+ * minus heap growth; the runtime's own events win when they come. */
+static void test_appdomain(void)
+{
+	struct metrics *m = metrics_new();
+	struct ev_record r;
+
+	tick(m, 1 * SEC, EV_ALLOC_SMALL, 10000000);
+	heap(m, 2 * SEC, 50000000, 0, 0); /* first GC: 50 MB on the heap */
+	CHECK(val(m, M_APPDOMAIN_SURVIVED, 2 * SEC, NULL) == 50e6);
+	CHECK(val(m, M_APPDOMAIN_FREED, 2 * SEC, NULL) == 0);
+	/* 100 MB allocated, then a GC leaves 70 MB: 80 MB freed. */
+	for (int i = 0; i < 10; i++)
+		tick(m, 3 * SEC + i * MS, EV_ALLOC_LARGE, 10000000);
+	CHECK(val(m, M_APPDOMAIN_ALLOCATED, 4 * SEC, NULL) == 110e6);
+	CHECK(val(m, M_APPDOMAIN_FREED, 4 * SEC, NULL) == 0); /* nothing collected yet */
+	heap(m, 5 * SEC, 70000000, 0, 0);
+	CHECK(val(m, M_APPDOMAIN_SURVIVED, 5 * SEC, NULL) == 70e6);
+	CHECK(val(m, M_APPDOMAIN_FREED, 5 * SEC, NULL) == 80e6);
+	/* A late tick stamped before the first GC is not "after" it. */
+	tick(m, 1500 * MS, EV_ALLOC_SMALL, 5000000);
+	CHECK(val(m, M_APPDOMAIN_FREED, 5 * SEC, NULL) == 80e6);
+	/* The allocation counter: its sum is exact; ticks after its sample add. */
+	memset(&r, 0, sizeof(r));
+	r.type = EV_COUNTER;
+	strcpy(r.u.counter.provider, "System.Runtime");
+	strcpy(r.u.counter.name, "alloc-rate");
+	r.u.counter.is_increment = 1;
+	r.u.counter.value = 120000000;
+	metrics_on_event(m, &r, 6 * SEC);
+	CHECK(val(m, M_APPDOMAIN_ALLOCATED, 6 * SEC, NULL) == 120e6);
+	tick(m, 6500 * MS, EV_ALLOC_SMALL, 1000000);
+	CHECK(val(m, M_APPDOMAIN_ALLOCATED, 7 * SEC, NULL) == 121e6);
+	/* The runtime's own AppDomain events, when fired, are the figures. */
+	memset(&r, 0, sizeof(r));
+	r.type = EV_APPDOMAIN_MEM_ALLOCATED;
+	r.u.appdomain.bytes = 999;
+	metrics_on_event(m, &r, 8 * SEC);
+	r.type = EV_APPDOMAIN_MEM_SURVIVED;
+	r.u.appdomain.bytes = 777;
+	metrics_on_event(m, &r, 8 * SEC);
+	CHECK(val(m, M_APPDOMAIN_ALLOCATED, 8 * SEC, NULL) == 999);
+	CHECK(val(m, M_APPDOMAIN_SURVIVED, 8 * SEC, NULL) == 777);
 	metrics_free(m);
 }
 
@@ -228,5 +301,7 @@ int main(void)
 	test_rates();
 	test_pause_and_gc_rate();
 	test_counters();
+	test_time_in_gc();
+	test_appdomain();
 	return check_done();
 }
