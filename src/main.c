@@ -17,6 +17,7 @@
 #include "dumpwatch/rulefile.h"
 #include "dumpwatch/rules.h"
 #include "dumpwatch/units.h"
+#include "dumpwatch/views.h"
 #include "dumpwatch/watch.h"
 
 #define DUMPWATCH_VERSION "0.1.0"
@@ -29,6 +30,12 @@ static void usage(FILE *f)
 	      "       dumpwatch ps [--json]                 list .NET processes\n"
 	      "       dumpwatch record --pid PID --out FILE [--duration 5s]\n"
 	      "       dumpwatch check PATH...               validate rule files (a directory: its *.json)\n"
+	      "       dumpwatch counters --pid PID|--name NAME [--interval 1s] [--format table|json] [--counters "
+	      "PROVIDER]\n"
+	      "                                             live GC, allocation, AppDomain and EventCounters figures\n"
+	      "       dumpwatch gc --pid PID|--name NAME [--format table|json]\n"
+	      "                                             one line per completed GC (index, type, pause, sizes)\n"
+	      "         (--name: every process of that name, present and future; --duration D stops after D)\n"
 	      "\n"
 	      "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
 	      "'gc-pause > 500ms', 'System.Runtime/cpu-usage > 90% for 10s'. All --when must hold at once.\n"
@@ -137,6 +144,85 @@ static int cmd_record(int argc, char **argv)
 	return DW_EXIT_OK;
 }
 
+/* dumpwatch counters|gc --pid PID|--name GLOB [--interval D] [--format table|json]
+ * [--duration D] [--counters PROVIDER]... */
+static int cmd_view(enum view_kind kind, int argc, char **argv)
+{
+	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
+	                                     {"name", required_argument, NULL, 'n'},
+	                                     {"interval", required_argument, NULL, 'i'},
+	                                     {"format", required_argument, NULL, 'f'},
+	                                     {"duration", required_argument, NULL, 'D'},
+	                                     {"counters", required_argument, NULL, 'c'},
+	                                     {NULL, 0, NULL, 0}};
+	const char *cmd = kind == VIEW_GC ? "gc" : "counters";
+	struct view_options o;
+	char err[512];
+	int c, format_given = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.kind = kind;
+	o.interval_ns = 1000000000LL;
+	o.json = !isatty(STDOUT_FILENO);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:n:i:f:D:c:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pid(optarg, &o.pid) < 0) {
+				log_error("--pid needs a process id, not \"%s\"", optarg);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			o.name_glob = optarg;
+			break;
+		case 'i':
+			if (units_parse_duration(optarg, &o.interval_ns, err, sizeof(err)) < 0 ||
+			    o.interval_ns < 1000000000LL || o.interval_ns % 1000000000LL) {
+				log_error("--interval: whole seconds, at least 1s (EventCounters report in seconds), "
+				          "not \"%s\"",
+				          optarg);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		case 'f':
+			if (strcmp(optarg, "json") && strcmp(optarg, "table") && strcmp(optarg, "text")) {
+				log_error("--format: table or json, not \"%s\"", optarg);
+				return DW_EXIT_USAGE;
+			}
+			o.json = strcmp(optarg, "json") == 0;
+			format_given = 1;
+			break;
+		case 'D':
+			if (units_parse_duration(optarg, &o.duration_ns, err, sizeof(err)) < 0) {
+				log_error("--duration: %s", err);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		case 'c':
+			if (o.n_providers == sizeof(o.providers) / sizeof(o.providers[0])) {
+				log_error("at most %zu --counters providers",
+				          sizeof(o.providers) / sizeof(o.providers[0]));
+				return DW_EXIT_USAGE;
+			}
+			o.providers[o.n_providers++] = optarg;
+			break;
+		default:
+			return DW_EXIT_USAGE;
+		}
+	}
+	(void)format_given;
+	if (optind < argc || !o.pid == !o.name_glob) {
+		log_error("%s needs --pid PID or --name NAME (a glob on the process name), not both", cmd);
+		return DW_EXIT_USAGE;
+	}
+	if (kind == VIEW_GC && o.n_providers) {
+		log_error("--counters is for dumpwatch counters");
+		return DW_EXIT_USAGE;
+	}
+	return view_run(&o);
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -243,6 +329,10 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "counters") == 0)
+		return cmd_view(VIEW_COUNTERS, argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "gc") == 0)
+		return cmd_view(VIEW_GC, argc - 1, argv + 1);
 
 	memset(&o, 0, sizeof(o));
 	memset(&rule, 0, sizeof(rule));

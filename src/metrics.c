@@ -16,11 +16,10 @@
  *
  * AppDomain figures (a .NET Core process has one AppDomain; .NET 5+ never
  * fires the AppDomainMemAllocated/Survived events, which are used when a
- * runtime does): allocated is the System.Runtime allocation counter's sum
- * (exact, GC.GetTotalAllocatedBytes, but once per interval) plus the ticks
- * that arrived after its last sample, or the ticks alone (each carries the
- * bytes since the previous one, so their sum trails by less than one tick's
- * worth, ~100 KB, per kind and heap); survived is the heap after the last GC;
+ * runtime does): allocated is the sum of the allocation ticks (each carries
+ * the bytes since the previous one, so the sum trails by less than one tick's
+ * worth, ~100 KB, per kind and heap), or without ticks the System.Runtime
+ * allocation counter's sum (once per interval); survived is the heap after the last GC;
  * freed is what was allocated after the first GC seen minus how much the heap
  * grew since then. */
 #include "dumpwatch/metrics.h"
@@ -32,6 +31,11 @@
 #include "dumpwatch/units.h"
 
 #define BUCKET_NS 10000000LL /* 10 ms buckets */
+/* The runtime delivers events up to 100 ms after they happen (its streaming
+ * thread flushes, then sleeps 100 ms): a rate read "now" would miss the last
+ * tenth of its window. Rates end at the newest event seen, or RATE_LAG_NS
+ * before now when the stream is quiet, so they still decay to zero. */
+#define RATE_LAG_NS 200000000LL
 #define N_BUCKETS ((int)(METRICS_RATE_WINDOW_NS / BUCKET_NS))
 #define GC_RING 1024
 #define MAX_COUNTERS 256
@@ -55,6 +59,7 @@ struct rate {
 struct counter_value {
 	char provider[EV_NAME_MAX];
 	char name[EV_NAME_MAX];
+	char units[EV_UNITS_MAX];
 	double value;
 	int64_t t_ns;
 };
@@ -81,7 +86,6 @@ struct metrics {
 	/* The allocation counter (System.Runtime alloc-rate increments) and the
 	 * tick total when its last sample arrived. */
 	double counter_alloc_total;
-	uint64_t ticks_at_counter;
 	int have_counter_alloc;
 	int64_t counter_alloc_ns;
 	/* The heap and the allocation total as of the first GC seen. */
@@ -110,6 +114,7 @@ struct metrics {
 	uint32_t pause_head, pause_n;
 	int64_t first_ns; /* the first event's time: time-in-gc's window starts no earlier */
 	int have_first;
+	int64_t latest_ns; /* the newest event's time */
 
 	struct counter_value counters[MAX_COUNTERS];
 	size_t n_counters;
@@ -229,7 +234,6 @@ static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_
 
 	if (c->is_increment && strcmp(c->provider, "System.Runtime") == 0 && strcmp(c->name, "alloc-rate") == 0) {
 		m->counter_alloc_total += c->value;
-		m->ticks_at_counter = m->allocated_total;
 		m->have_counter_alloc = 1;
 		m->counter_alloc_ns = t_ns;
 	}
@@ -248,6 +252,7 @@ static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_
 	}
 	cv->value = c->value;
 	cv->t_ns = t_ns;
+	snprintf(cv->units, sizeof(cv->units), "%s", c->display_units);
 }
 
 int metrics_read_at(void *ctx, const struct metric_ref *ref, double *value, int64_t *sample_ns)
@@ -276,6 +281,8 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 		m->first_ns = t_ns;
 		m->have_first = 1;
 	}
+	if (t_ns > m->latest_ns)
+		m->latest_ns = t_ns;
 	switch (r->type) {
 	case EV_COUNTER:
 		on_counter(m, &r->u.counter, t_ns);
@@ -378,19 +385,24 @@ static int64_t later(int64_t a, int64_t b)
 	return a > b ? a : b;
 }
 
-/* Bytes allocated since the session began: the allocation counter plus the
- * ticks since its last sample, or the ticks alone. */
+/* Bytes allocated since the session began: the sum of the allocation ticks
+ * when they are subscribed (live, and within one tick's worth per kind and
+ * heap); else the allocation counter's sum plus nothing (it is sampled once per
+ * interval, from GC.GetTotalAllocatedBytes without precision). */
 static double allocated(const struct metrics *m)
 {
-	if (m->have_counter_alloc)
-		return m->counter_alloc_total + (double)(m->allocated_total - m->ticks_at_counter);
-	return (double)m->allocated_total;
+	if (m->have_alloc)
+		return (double)m->allocated_total;
+	return m->counter_alloc_total;
 }
 
 int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns, double *value,
                  int64_t *sample_ns)
 {
 	int64_t heap_t = later(m->heap_ns, m->since_gc_ns);
+	int64_t rate_end = later(m->latest_ns, now_ns - RATE_LAG_NS);
+	if (rate_end > now_ns)
+		rate_end = now_ns;
 
 	switch (ref->id) {
 	case M_LOH_SIZE:
@@ -435,14 +447,14 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 		*sample_ns = now_ns;
 		return 1;
 	case M_ALLOC_RATE:
-		*value =
-		    rate_get(&m->rates[0], now_ns) + rate_get(&m->rates[1], now_ns) + rate_get(&m->rates[2], now_ns);
+		*value = rate_get(&m->rates[0], rate_end) + rate_get(&m->rates[1], rate_end) +
+		         rate_get(&m->rates[2], rate_end);
 		*sample_ns = now_ns;
 		return 1;
 	case M_SOH_ALLOC_RATE:
 	case M_LOH_ALLOC_RATE:
 	case M_POH_ALLOC_RATE:
-		*value = rate_get(&m->rates[ref->id - M_SOH_ALLOC_RATE], now_ns);
+		*value = rate_get(&m->rates[ref->id - M_SOH_ALLOC_RATE], rate_end);
 		*sample_ns = now_ns;
 		return 1;
 	case M_APPDOMAIN_ALLOCATED:
@@ -525,4 +537,16 @@ void metrics_describe(const struct metrics *m, int64_t now_ns, char *buf, size_t
 			break;
 		off += (size_t)n;
 	}
+}
+
+int metrics_counter_at(const struct metrics *m, size_t i, struct metrics_counter *out)
+{
+	if (i >= m->n_counters)
+		return 0;
+	out->provider = m->counters[i].provider;
+	out->name = m->counters[i].name;
+	out->units = m->counters[i].units;
+	out->value = m->counters[i].value;
+	out->t_ns = m->counters[i].t_ns;
+	return 1;
 }

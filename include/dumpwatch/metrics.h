@@ -42,6 +42,15 @@ int metrics_read_at(void *ctx, const struct metric_ref *ref, double *value, int6
  * after it (counters, GC ends and heap stats, restarts, allocation ticks). */
 int metrics_event_matters(const struct ev_record *r);
 
+/* The EventCounters seen, in order of first arrival: the i-th into out
+ * (pointers valid until the next metrics_on_event). 0 past the last. */
+struct metrics_counter {
+	const char *provider, *name, *units; /* units: the counter's DisplayUnits, may be "" */
+	double value;                        /* as reported: mean, or increment over the interval */
+	int64_t t_ns;
+};
+int metrics_counter_at(const struct metrics *m, size_t i, struct metrics_counter *out);
+
 /* Writes the current built-in metrics as one human line ("heap-size=... loh-size=..."). */
 void metrics_describe(const struct metrics *m, int64_t now_ns, char *buf, size_t len);
 

@@ -16,12 +16,12 @@ int main(void)
 	sub.needs = NEED_GC;
 	CHECK(session_providers(&sub, p, args, sizeof(args)) == 1);
 	CHECK_STR(p[0].name, EV_RUNTIME_PROVIDER);
-	CHECK(p[0].keywords == EV_KW_GC && p[0].level == 4 && p[0].args == NULL);
+	CHECK(p[0].keywords == (EV_KW_GC | EV_KW_APPDOMAIN_RM) && p[0].level == 4 && p[0].args == NULL);
 
 	/* Allocation ticks are verbose events: level 5, same keyword. */
 	sub.needs = NEED_GC | NEED_ALLOC_TICKS;
 	CHECK(session_providers(&sub, p, args, sizeof(args)) == 1);
-	CHECK(p[0].keywords == EV_KW_GC && p[0].level == 5);
+	CHECK(p[0].keywords == (EV_KW_GC | EV_KW_APPDOMAIN_RM) && p[0].level == 5);
 
 	/* Counters only: no runtime provider at all. */
 	sub.needs = NEED_COUNTERS;
