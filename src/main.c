@@ -79,6 +79,16 @@ static int parse_pid(const char *s, pid_t *out)
 	return 0;
 }
 
+/* The value of --pid: parse_pid, or one line saying what was wrong. */
+static int pid_option(const char *s, pid_t *out)
+{
+	if (parse_pid(s, out) < 0) {
+		log_error("--pid needs a process id, not \"%s\"", s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int cmd_ps(int argc, char **argv)
 {
 	int json = 0;
@@ -115,10 +125,8 @@ static int cmd_record(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "p:o:D:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_pid(optarg, &pid) < 0) {
-				log_error("--pid needs a process id, not \"%s\"", optarg);
+			if (pid_option(optarg, &pid) < 0)
 				return DW_EXIT_USAGE;
-			}
 			break;
 		case 'o':
 			out = optarg;
@@ -168,10 +176,8 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "p:n:i:f:D:c:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_pid(optarg, &o.pid) < 0) {
-				log_error("--pid needs a process id, not \"%s\"", optarg);
+			if (pid_option(optarg, &o.pid) < 0)
 				return DW_EXIT_USAGE;
-			}
 			break;
 		case 'n':
 			o.name_glob = optarg;
@@ -340,10 +346,8 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "p:w:d:t:n:c:j:r:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_pid(optarg, &o.pid) < 0) {
-				log_error("--pid needs a process id, not \"%s\"", optarg);
+			if (pid_option(optarg, &o.pid) < 0)
 				return DW_EXIT_USAGE;
-			}
 			break;
 		case 'w':
 			if (rule.n_conds == RULE_MAX_CONDS) {
