@@ -915,9 +915,10 @@ int discovery_print_ps(FILE *out, int json)
 		fprintf(out, "%-7s %-20s %-10s %-20s %s\n", "PID", "NAME", "RUNTIME", "ENTRY", "COMMAND");
 	for (size_t i = 0; i < n; i++) {
 		const struct dn_target *t = &v[i];
+		const struct ipc_endpoint ep = discovery_endpoint(t);
 		char err[256], name[256], cmd[4096];
 		/* A runtime that does not answer in time is still listed. */
-		int ok = ipc_process_info(t->socket_path, PS_TIMEOUT_MS, pi, err, sizeof(err)) == 0;
+		int ok = ipc_process_info(&ep, PS_TIMEOUT_MS, pi, err, sizeof(err)) == 0;
 
 		discovery_process_name(t, ok ? pi->entry_assembly : NULL, name, sizeof(name));
 		if (ok && pi->command_line[0])

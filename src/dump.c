@@ -303,7 +303,9 @@ static int start_exec(struct dump_job *job, char *err, size_t errlen)
 
 static int send_runtime(struct dump_job *job, char *err, size_t errlen)
 {
-	return ipc_dump_send(job->socket_path, job->version, job->tmp_path, job->req.type, 0, &job->fd, err, errlen);
+	const struct ipc_endpoint ep = {.path = job->socket_path, .pid = job->req.pid, .uid = job->req.uid};
+
+	return ipc_dump_send(&ep, job->version, job->tmp_path, job->req.type, 0, &job->fd, err, errlen);
 }
 
 int dump_start(const struct dump_request *req, struct dump_job **ret, char *err, size_t errlen)

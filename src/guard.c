@@ -89,6 +89,7 @@ struct proc {
 	struct session_subscription sub;
 	int pidfd;
 	int gone;         /* the process exited */
+	int refused;      /* its socket is served by someone else: never attached */
 	int seen_scan;    /* found by the current full scan */
 	int64_t retry_ns; /* attach failed: next attempt; 0: none */
 	int64_t backoff_ns;
@@ -493,7 +494,7 @@ static void apply_rules(struct proc *p)
 	struct grule *nr = NULL;
 	size_t n = 0;
 
-	if (p->gone)
+	if (p->gone || p->refused)
 		return;
 	/* A dump in progress refers to its rule by index: rebuild after it
 	 * (on_dump_ready applies the rules again). */
@@ -610,12 +611,18 @@ static void proc_add(struct guard *g, const struct dn_target *t)
 	p->g = g;
 	p->t = *t;
 	p->pidfd = -1;
+	const struct ipc_endpoint ep = discovery_endpoint(t);
 	/* The entry assembly, when the runtime already knows it, names the
 	 * process; otherwise its executable or the dll "dotnet" runs. */
-	if (ipc_process_info(t->socket_path, GUARD_INFO_TIMEOUT_MS, pi, err, sizeof(err)) < 0) {
+	int r = ipc_process_info(&ep, GUARD_INFO_TIMEOUT_MS, pi, err, sizeof(err));
+	if (r == -EPERM) {
+		log_warn("pid %d: %s; not watching it", (int)t->pid, err);
+		p->refused = 1;
+	} else if (r < 0) {
 		log_debug("pid %d: process info: %s", (int)t->pid, err);
-		pi->entry_assembly[0] = '\0';
 	}
+	if (r < 0)
+		pi->entry_assembly[0] = '\0';
 	discovery_process_name(t, pi->entry_assembly, p->name, sizeof(p->name));
 	if (discovery_cmdline(t->pid, p->cmdline, sizeof(p->cmdline)) < 0)
 		snprintf(p->cmdline, sizeof(p->cmdline), "%s", pi->command_line);

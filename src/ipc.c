@@ -591,12 +591,34 @@ int ipc_read_reply(int fd, int timeout_ms, struct ipc_reply *reply)
 	return read_reply_until(fd, deadline_after(timeout_ms), reply);
 }
 
+/* The socket's listener must be the process the endpoint names (SO_PEERCRED
+ * holds the pid and uid of whoever called listen(2), translated into our
+ * namespaces): anyone who can write the socket directory could otherwise plant
+ * a socket under a runtime's name and feed us a stream, or receive the dump
+ * path we send. -EPERM with the credentials seen in *seen. */
+static int check_peer(int fd, const struct ipc_endpoint *ep, struct ucred *seen)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (ep->pid <= 0)
+		return 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return -errno;
+	if (cred.pid == ep->pid && cred.uid == ep->uid)
+		return 0;
+	if (seen)
+		*seen = cred;
+	return -EPERM;
+}
+
 /* Connects to path before the deadline. A path longer than sun_path is
  * reached through its directory: open it O_PATH and connect to
  * /proc/self/fd/N/name. The socket is non-blocking while connecting, so a
  * full backlog (EAGAIN) is retried instead of blocking, then made blocking. */
-static int connect_until(const char *path, int64_t deadline)
+static int connect_until(const struct ipc_endpoint *ep, int64_t deadline, struct ucred *seen)
 {
+	const char *path = ep ? ep->path : NULL;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	size_t plen;
 	int dirfd = -1, fd = -1, r = 0, flags;
@@ -662,6 +684,8 @@ static int connect_until(const char *path, int64_t deadline)
 		r = -errno;
 		goto out;
 	}
+	if ((r = check_peer(fd, ep, seen)) < 0)
+		goto out;
 	flags = fcntl(fd, F_GETFL);
 	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
 		r = -errno;
@@ -676,13 +700,13 @@ out:
 	return fd;
 }
 
-int ipc_connect(const char *socket_path)
+int ipc_connect(const struct ipc_endpoint *ep)
 {
-	return connect_until(socket_path, deadline_after(IPC_CONNECT_TIMEOUT_MS));
+	return connect_until(ep, deadline_after(IPC_CONNECT_TIMEOUT_MS), NULL);
 }
 
-static int transact_until(const char *socket_path, const struct ipc_buf *req, int64_t deadline, struct ipc_reply *reply,
-                          int *ret_fd)
+static int transact_until(const struct ipc_endpoint *ep, const struct ipc_buf *req, int64_t deadline,
+                          struct ipc_reply *reply, int *ret_fd, struct ucred *seen)
 {
 	int fd, r;
 
@@ -690,7 +714,7 @@ static int transact_until(const char *socket_path, const struct ipc_buf *req, in
 		*ret_fd = -1;
 	if (!req || !req->data || req->len < IPC_HEADER_SIZE || !reply)
 		return -EINVAL;
-	fd = connect_until(socket_path, deadline);
+	fd = connect_until(ep, deadline, seen);
 	if (fd < 0)
 		return fd;
 	r = write_all(fd, req->data, req->len, deadline);
@@ -703,17 +727,28 @@ static int transact_until(const char *socket_path, const struct ipc_buf *req, in
 	return r;
 }
 
-int ipc_transact(const char *socket_path, const struct ipc_buf *req, int timeout_ms, struct ipc_reply *reply,
+int ipc_transact(const struct ipc_endpoint *ep, const struct ipc_buf *req, int timeout_ms, struct ipc_reply *reply,
                  int *ret_fd)
 {
-	return transact_until(socket_path, req, deadline_after(timeout_ms), reply, ret_fd);
+	return transact_until(ep, req, deadline_after(timeout_ms), reply, ret_fd, NULL);
 }
 
-/* A sentence for a transport failure talking to socket_path. */
-static void describe_transport(char *err, size_t errlen, const char *what, const char *path, int r, int timeout_ms)
+/* A sentence for a transport failure talking to ep; seen holds the
+ * listener's credentials when the peer check refused it. */
+static void describe_transport(char *err, size_t errlen, const char *what, const struct ipc_endpoint *ep, int r,
+                               int timeout_ms, const struct ucred *seen)
 {
+	const char *path = ep->path;
+
 	if (!err || !errlen)
 		return;
+	if (r == -EPERM && seen && seen->pid) {
+		snprintf(err, errlen,
+		         "%s: refusing %s: it is served by pid %d uid %u, not by process %d uid %u (a socket "
+		         "planted by another process or user?)",
+		         what, path, (int)seen->pid, (unsigned)seen->uid, (int)ep->pid, (unsigned)ep->uid);
+		return;
+	}
 	switch (r) {
 	case -ETIMEDOUT:
 		snprintf(err, errlen, "%s: the runtime did not answer within %d ms on %s (is the process stopped?)",
@@ -785,8 +820,10 @@ static int refused(const struct ipc_reply *reply, const char *what, char *err, s
 	return -EBADMSG;
 }
 
-int ipc_process_info(const char *socket_path, int timeout_ms, struct ipc_process_info *out, char *err, size_t errlen)
+int ipc_process_info(const struct ipc_endpoint *ep, int timeout_ms, struct ipc_process_info *out, char *err,
+                     size_t errlen)
 {
+	struct ucred seen = {0};
 	static const char *const names[] = {"", "ProcessInfo", "ProcessInfo2", "ProcessInfo3"};
 	struct ipc_buf req = {0};
 	struct ipc_reply *reply = malloc(sizeof(*reply));
@@ -797,9 +834,9 @@ int ipc_process_info(const char *socket_path, int timeout_ms, struct ipc_process
 	for (int v = 3; v >= 1; v--) {
 		if ((r = ipc_build_process_info(v, &req)) < 0)
 			break;
-		r = ipc_transact(socket_path, &req, timeout_ms, reply, NULL);
+		r = transact_until(ep, &req, deadline_after(timeout_ms), reply, NULL, &seen);
 		if (r < 0) {
-			describe_transport(err, errlen, names[v], socket_path, r, timeout_ms);
+			describe_transport(err, errlen, names[v], ep, r, timeout_ms, &seen);
 			break;
 		}
 		if (is_unknown_command(reply) && v > 1)
@@ -810,7 +847,7 @@ int ipc_process_info(const char *socket_path, int timeout_ms, struct ipc_process
 		}
 		r = ipc_parse_process_info(v, reply->payload, reply->payload_len, out);
 		if (r < 0 && err && errlen)
-			snprintf(err, errlen, "%s: the runtime's reply on %s is malformed", names[v], socket_path);
+			snprintf(err, errlen, "%s: the runtime's reply on %s is malformed", names[v], ep->path);
 		break;
 	}
 	ipc_buf_free(&req);
@@ -818,9 +855,11 @@ int ipc_process_info(const char *socket_path, int timeout_ms, struct ipc_process
 	return r;
 }
 
-int ipc_collect_tracing(const char *socket_path, const struct ipc_provider *providers, size_t n, uint32_t buffer_mb,
-                        int timeout_ms, int *ret_fd, uint64_t *ret_session, char *err, size_t errlen)
+int ipc_collect_tracing(const struct ipc_endpoint *ep, const struct ipc_provider *providers, size_t n,
+                        uint32_t buffer_mb, int timeout_ms, int *ret_fd, uint64_t *ret_session, char *err,
+                        size_t errlen)
 {
+	struct ucred seen = {0};
 	static const char *const names[] = {
 	    "", "CollectTracing", "CollectTracing2", "CollectTracing3", "CollectTracing4", "CollectTracing5"};
 	struct ipc_buf req = {0};
@@ -853,9 +892,9 @@ int ipc_collect_tracing(const char *socket_path, const struct ipc_provider *prov
 				         names[v]);
 			break;
 		}
-		r = ipc_transact(socket_path, &req, timeout_ms, reply, &fd);
+		r = transact_until(ep, &req, deadline_after(timeout_ms), reply, &fd, &seen);
 		if (r < 0) {
-			describe_transport(err, errlen, names[v], socket_path, r, timeout_ms);
+			describe_transport(err, errlen, names[v], ep, r, timeout_ms, &seen);
 			break;
 		}
 		if (is_unknown_command(reply) && v > 1) {
@@ -887,8 +926,9 @@ int ipc_collect_tracing(const char *socket_path, const struct ipc_provider *prov
 	return r;
 }
 
-int ipc_stop_tracing(const char *socket_path, uint64_t session_id, int timeout_ms, char *err, size_t errlen)
+int ipc_stop_tracing(const struct ipc_endpoint *ep, uint64_t session_id, int timeout_ms, char *err, size_t errlen)
 {
+	struct ucred seen = {0};
 	struct ipc_buf req = {0};
 	struct ipc_reply *reply = malloc(sizeof(*reply));
 	int r;
@@ -897,9 +937,9 @@ int ipc_stop_tracing(const char *socket_path, uint64_t session_id, int timeout_m
 		return -ENOMEM;
 	r = ipc_build_stop_tracing(session_id, &req);
 	if (r == 0) {
-		r = ipc_transact(socket_path, &req, timeout_ms, reply, NULL);
+		r = transact_until(ep, &req, deadline_after(timeout_ms), reply, NULL, &seen);
 		if (r < 0)
-			describe_transport(err, errlen, "StopTracing", socket_path, r, timeout_ms);
+			describe_transport(err, errlen, "StopTracing", ep, r, timeout_ms, &seen);
 		else if (!is_ok(reply))
 			r = refused(reply, "StopTracing", err, errlen);
 	}
@@ -908,9 +948,10 @@ int ipc_stop_tracing(const char *socket_path, uint64_t session_id, int timeout_m
 	return r;
 }
 
-int ipc_dump_send(const char *socket_path, int version, const char *path, enum dump_type type, uint32_t flags,
+int ipc_dump_send(const struct ipc_endpoint *ep, int version, const char *path, enum dump_type type, uint32_t flags,
                   int *ret_fd, char *err, size_t errlen)
 {
+	struct ucred seen = {0};
 	static const char *const names[] = {"", "GenerateCoreDump", "GenerateCoreDump2", "GenerateCoreDump3"};
 	struct ipc_buf req = {0};
 	int64_t deadline = deadline_after(IPC_CONNECT_TIMEOUT_MS);
@@ -928,16 +969,16 @@ int ipc_dump_send(const char *socket_path, int version, const char *path, enum d
 			         "version 1 takes only the logging flag)");
 		return r;
 	}
-	fd = connect_until(socket_path, deadline);
+	fd = connect_until(ep, deadline, &seen);
 	if (fd < 0) {
-		describe_transport(err, errlen, names[version], socket_path, fd, IPC_CONNECT_TIMEOUT_MS);
+		describe_transport(err, errlen, names[version], ep, fd, IPC_CONNECT_TIMEOUT_MS, &seen);
 		ipc_buf_free(&req);
 		return fd;
 	}
 	r = write_all(fd, req.data, req.len, deadline);
 	ipc_buf_free(&req);
 	if (r < 0) {
-		describe_transport(err, errlen, names[version], socket_path, r, IPC_CONNECT_TIMEOUT_MS);
+		describe_transport(err, errlen, names[version], ep, r, IPC_CONNECT_TIMEOUT_MS, &seen);
 		close(fd);
 		return r;
 	}

@@ -42,6 +42,7 @@ int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs,
 	r = discovery_find(pid, &t, err, errlen);
 	if (r < 0)
 		return r;
+	const struct ipc_endpoint ep = discovery_endpoint(&t);
 	if (needs & (NEED_GC | NEED_ALLOC_TICKS))
 		provs[n++] = (struct ipc_provider){EV_KW_GC | EV_KW_APPDOMAIN_RM, (needs & NEED_ALLOC_TICKS) ? 5 : 4,
 		                                   EV_RUNTIME_PROVIDER, NULL};
@@ -53,7 +54,7 @@ int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs,
 		snprintf(err, errlen, "cannot create %s: %s", path, strerror(-r));
 		return r;
 	}
-	r = ipc_collect_tracing(t.socket_path, provs, n, 16, 3000, &sock, &session, err, errlen);
+	r = ipc_collect_tracing(&ep, provs, n, 16, 3000, &sock, &session, err, errlen);
 	if (r < 0) {
 		close(out);
 		unlink(path);
@@ -64,7 +65,7 @@ int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs,
 		int64_t left = deadline - loop_now();
 		if (!stopped && left <= 0) {
 			/* The stream drains to its closing tag after the stop. */
-			if (ipc_stop_tracing(t.socket_path, session, 3000, err, errlen) < 0)
+			if (ipc_stop_tracing(&ep, session, 3000, err, errlen) < 0)
 				break;
 			stopped = 1;
 			deadline = loop_now() + 5000000000LL;

@@ -183,10 +183,11 @@ int session_start(struct session *s, const struct session_subscription *sub, cha
 {
 	struct ipc_provider provs[SESSION_MAX_PROVIDERS];
 	char args[64];
+	const struct ipc_endpoint ep = discovery_endpoint(&s->target);
 	size_t n;
 	int r;
 
-	r = ipc_process_info(s->target.socket_path, SESSION_IPC_TIMEOUT_MS, &s->info, err, errlen);
+	r = ipc_process_info(&ep, SESSION_IPC_TIMEOUT_MS, &s->info, err, errlen);
 	if (r < 0)
 		return r;
 	discovery_process_name(&s->target, s->info.entry_assembly, s->name, sizeof(s->name));
@@ -195,8 +196,8 @@ int session_start(struct session *s, const struct session_subscription *sub, cha
 		snprintf(err, errlen, "nothing to subscribe to");
 		return -EINVAL;
 	}
-	r = ipc_collect_tracing(s->target.socket_path, provs, n, SESSION_BUFFER_MB, SESSION_IPC_TIMEOUT_MS, &s->fd,
-	                        &s->session_id, err, errlen);
+	r = ipc_collect_tracing(&ep, provs, n, SESSION_BUFFER_MB, SESSION_IPC_TIMEOUT_MS, &s->fd, &s->session_id, err,
+	                        errlen);
 	if (r < 0)
 		return r;
 	fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
@@ -249,6 +250,7 @@ int session_read(struct session *s, char *err, size_t errlen)
 
 void session_stop(struct session *s, int timeout_ms)
 {
+	const struct ipc_endpoint ep = discovery_endpoint(&s->target);
 	char err[256];
 
 	if (!s->started)
@@ -263,7 +265,7 @@ void session_stop(struct session *s, int timeout_ms)
 		if (nettrace_feed(s->parser, s->buf, (size_t)n) < 0)
 			break;
 	}
-	if (ipc_stop_tracing(s->target.socket_path, s->session_id, timeout_ms, err, sizeof(err)) < 0) {
+	if (ipc_stop_tracing(&ep, s->session_id, timeout_ms, err, sizeof(err)) < 0) {
 		log_debug("pid=%d: stop tracing: %s", (int)s->target.pid, err);
 		return;
 	}

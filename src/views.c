@@ -462,8 +462,9 @@ static void scan(struct view *v)
 			continue;
 		struct ipc_process_info info;
 		char name[256], err[512];
+		const struct ipc_endpoint ep = discovery_endpoint(t);
 		memset(&info, 0, sizeof(info));
-		if (ipc_process_info(t->socket_path, INFO_TIMEOUT_MS, &info, err, sizeof(err)) < 0) {
+		if (ipc_process_info(&ep, INFO_TIMEOUT_MS, &info, err, sizeof(err)) < 0) {
 			/* A runtime still starting answers later: try again next scan. */
 			continue;
 		}

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "dumpwatch/ipc.h"
+
 #define DISCOVERY_SOCK_MAX 512
 
 struct dn_target {
@@ -25,6 +27,12 @@ struct dn_target {
 	char comm[64];      /* /proc/{pid}/comm */
 	char exe_name[256]; /* base name of /proc/{pid}/exe, "" if unreadable */
 };
+
+/* The endpoint to talk to t: its socket, checked to be served by t itself. */
+static inline struct ipc_endpoint discovery_endpoint(const struct dn_target *t)
+{
+	return (struct ipc_endpoint){.path = t->socket_path, .pid = t->pid, .uid = t->uid};
+}
 
 /* Finds the diagnostics socket of pid. Returns 0; -ESRCH when the pid does not
  * exist; -ENOENT when it has no diagnostics socket (not a .NET process, or

@@ -94,35 +94,48 @@ void ipc_describe_error(const struct ipc_reply *r, char *buf, size_t len);
 
 /* --- socket calls (blocking, bounded by timeout_ms) --- */
 
+/* A diagnostics socket and the process that must be listening on it. When pid
+ * is set, every connection is checked with SO_PEERCRED: a listener with
+ * another pid or uid (a socket planted under a runtime's name) is refused with
+ * -EPERM and a sentence naming who was found. */
+struct ipc_endpoint {
+	const char *path;
+	pid_t pid; /* as seen from here (host pid); 0: not checked */
+	uid_t uid; /* the target's uid, checked with pid */
+};
+
 /* Connects to a diagnostics socket. Returns a connected fd (close-on-exec), or
- * -errno (-ENOENT gone, -EACCES/-EPERM not allowed, -ECONNREFUSED stale). */
-int ipc_connect(const char *socket_path);
+ * -errno (-ENOENT gone, -EACCES not allowed, -EPERM wrong listener,
+ * -ECONNREFUSED stale). */
+int ipc_connect(const struct ipc_endpoint *ep);
 
 /* Sends req on a new connection and reads one reply. On success returns 0 and,
  * when ret_fd is not NULL, leaves the connection open in *ret_fd (for the trace
  * stream that follows CollectTracing); otherwise closes it. A reply with an
  * error HRESULT is still 0: look at reply->id. -errno on transport failure,
  * -ETIMEDOUT, -EBADMSG for a malformed reply. */
-int ipc_transact(const char *socket_path, const struct ipc_buf *req, int timeout_ms, struct ipc_reply *reply,
+int ipc_transact(const struct ipc_endpoint *ep, const struct ipc_buf *req, int timeout_ms, struct ipc_reply *reply,
                  int *ret_fd);
 
 /* ProcessInfo, newest version first, falling back on UnknownCommand.
  * 0, or a negative errno with a sentence in err. */
-int ipc_process_info(const char *socket_path, int timeout_ms, struct ipc_process_info *out, char *err, size_t errlen);
+int ipc_process_info(const struct ipc_endpoint *ep, int timeout_ms, struct ipc_process_info *out, char *err,
+                     size_t errlen);
 
 /* Starts an EventPipe session (newest CollectTracing first, falling back on
  * UnknownCommand). Returns 0 with the stream's fd (blocking mode; the caller
  * may switch it) and the session id; or a negative errno with a sentence. */
-int ipc_collect_tracing(const char *socket_path, const struct ipc_provider *providers, size_t n, uint32_t buffer_mb,
-                        int timeout_ms, int *ret_fd, uint64_t *ret_session, char *err, size_t errlen);
+int ipc_collect_tracing(const struct ipc_endpoint *ep, const struct ipc_provider *providers, size_t n,
+                        uint32_t buffer_mb, int timeout_ms, int *ret_fd, uint64_t *ret_session, char *err,
+                        size_t errlen);
 
 /* Stops an EventPipe session on a new connection. 0 or negative errno + sentence. */
-int ipc_stop_tracing(const char *socket_path, uint64_t session_id, int timeout_ms, char *err, size_t errlen);
+int ipc_stop_tracing(const struct ipc_endpoint *ep, uint64_t session_id, int timeout_ms, char *err, size_t errlen);
 
 /* Sends a dump request of the given version and returns the connected fd at
  * once, without waiting for the reply (the runtime answers only when
  * createdump has finished). Read the reply later with ipc_read_reply. */
-int ipc_dump_send(const char *socket_path, int version, const char *path, enum dump_type type, uint32_t flags,
+int ipc_dump_send(const struct ipc_endpoint *ep, int version, const char *path, enum dump_type type, uint32_t flags,
                   int *ret_fd, char *err, size_t errlen);
 
 /* Reads one complete reply from fd (blocking up to timeout_ms). 0, -ETIMEDOUT,

@@ -694,9 +694,18 @@ static pid_t fake_runtime(const char *path, int n, int *ret_log)
 			while (got < 20) {
 				ssize_t k = read(c, hdr + got, 20 - got);
 
+				if (k == 0 && got == 0)
+					break;
 				if (k <= 0)
 					_exit(2);
 				got += (size_t)k;
+			}
+			if (got == 0) {
+				/* A client that closed without a request (it refused
+				 * us) does not count. */
+				close(c);
+				i--;
+				continue;
 			}
 			size = (size_t)hdr[14] | (size_t)hdr[15] << 8;
 			for (got = 20; got < size;) {
@@ -763,6 +772,9 @@ static void test_fake_runtime(void)
 	uint64_t session = 0;
 	int log, fd = -1, n;
 	pid_t srv;
+	/* The fake's socket is bound and listened on by this process before
+	 * the fork: SO_PEERCRED names us. */
+	const struct ipc_endpoint ep = {.path = path, .pid = getpid(), .uid = getuid()};
 
 	/* ProcessInfo3 unknown: falls back to ProcessInfo2, new connection each. */
 	snprintf(path, sizeof(path), "%s/pi.sock", tmpdir);
@@ -774,7 +786,7 @@ static void test_fake_runtime(void)
 	script[1].reply.n = 20 + pay.n;
 	b_done(&script[1].reply);
 	srv = fake_runtime(path, 2, &log);
-	CHECK(ipc_process_info(path, 2000, &pi, err, sizeof(err)) == 0);
+	CHECK(ipc_process_info(&ep, 2000, &pi, err, sizeof(err)) == 0);
 	CHECK(pi.version == 2 && strcmp(pi.entry_assembly, "Web") == 0);
 	n = fake_done(srv, log, ids, 8);
 	CHECK(n == 2 && ids[0] == 0x0408 && ids[1] == 0x0404);
@@ -784,7 +796,7 @@ static void test_fake_runtime(void)
 	memset(script, 0, sizeof(script));
 	reply_error(&script[0].reply, IPC_HR_FAIL);
 	srv = fake_runtime(path, 1, &log);
-	CHECK(ipc_process_info(path, 2000, &pi, err, sizeof(err)) == -EPROTO);
+	CHECK(ipc_process_info(&ep, 2000, &pi, err, sizeof(err)) == -EPROTO);
 	CHECK_STR(err, "ProcessInfo3: the runtime refused the command: Fail (0x80004005)");
 	CHECK(fake_done(srv, log, ids, 8) == 1);
 	unlink(path);
@@ -795,7 +807,7 @@ static void test_fake_runtime(void)
 	reply_ok_u64(&script[1].reply, 0x7fb8a80018f0ull);
 	script[1].stream = "Nettrace";
 	srv = fake_runtime(path, 2, &log);
-	CHECK(ipc_collect_tracing(path, &prov, 1, 16, 2000, &fd, &session, err, sizeof(err)) == 0);
+	CHECK(ipc_collect_tracing(&ep, &prov, 1, 16, 2000, &fd, &session, err, sizeof(err)) == 0);
 	CHECK(session == 0x7fb8a80018f0ull && fd >= 0);
 	if (fd >= 0) {
 		char head[9] = {0};
@@ -819,7 +831,7 @@ static void test_fake_runtime(void)
 	memset(script, 0, sizeof(script));
 	reply_error(&script[0].reply, IPC_HR_BAD_ENCODING);
 	srv = fake_runtime(path, 1, &log);
-	CHECK(ipc_collect_tracing(path, &prov, 1, 16, 2000, &fd, &session, err, sizeof(err)) == -EINVAL);
+	CHECK(ipc_collect_tracing(&ep, &prov, 1, 16, 2000, &fd, &session, err, sizeof(err)) == -EINVAL);
 	CHECK(fd == -1);
 	CHECK_STR(err, "CollectTracing5: the runtime refused the command: BadEncoding (0x80131384)");
 	CHECK(fake_done(srv, log, ids, 8) == 1);
@@ -829,7 +841,7 @@ static void test_fake_runtime(void)
 	memset(script, 0, sizeof(script));
 	reply_ok_u64(&script[0].reply, 5);
 	srv = fake_runtime(path, 1, &log);
-	CHECK(ipc_stop_tracing(path, 5, 2000, err, sizeof(err)) == 0);
+	CHECK(ipc_stop_tracing(&ep, 5, 2000, err, sizeof(err)) == 0);
 	n = fake_done(srv, log, ids, 8);
 	CHECK(n == 1 && ids[0] == 0x0201);
 	unlink(path);
@@ -841,7 +853,7 @@ static void test_fake_runtime(void)
 	b_str(&script[0].reply, "[createdump] Could not create output file");
 	b_done(&script[0].reply);
 	srv = fake_runtime(path, 1, &log);
-	CHECK(ipc_dump_send(path, 3, "/x/y.dmp", DUMP_FULL, 0, &fd, err, sizeof(err)) == 0);
+	CHECK(ipc_dump_send(&ep, 3, "/x/y.dmp", DUMP_FULL, 0, &fd, err, sizeof(err)) == 0);
 	CHECK(ipc_read_reply(fd, 2000, &reply) == 0);
 	CHECK(reply.id == 0xFF && reply.hresult == IPC_HR_FAIL);
 	CHECK_STR(reply.message, "[createdump] Could not create output file");
@@ -854,7 +866,7 @@ static void test_fake_runtime(void)
 	memset(script, 0, sizeof(script));
 	script[0].silent = 1;
 	srv = fake_runtime(path, 1, &log);
-	CHECK(ipc_process_info(path, 100, &pi, err, sizeof(err)) == -ETIMEDOUT);
+	CHECK(ipc_process_info(&ep, 100, &pi, err, sizeof(err)) == -ETIMEDOUT);
 	CHECK(strstr(err, "did not answer within 100 ms") != NULL);
 	fake_done(srv, log, ids, 8);
 	unlink(path);
@@ -870,16 +882,40 @@ static void test_fake_runtime(void)
 		memset(script, 0, sizeof(script));
 		reply_ok_u64(&script[0].reply, 9);
 		srv = fake_runtime(path, 1, &log);
-		CHECK(ipc_stop_tracing(path, 9, 2000, err, sizeof(err)) == 0);
+		CHECK(ipc_stop_tracing(&ep, 9, 2000, err, sizeof(err)) == 0);
 		fake_done(srv, log, ids, 8);
 		unlink(path);
 		rmdir(dir);
 	}
 
+	/* A listener that is not the process named: another pid, or another
+	 * user under the right pid, is refused before anything is sent. */
+	snprintf(path, sizeof(path), "%s/peer.sock", tmpdir);
+	memset(script, 0, sizeof(script));
+	reply_ok_u64(&script[0].reply, 5);
+	srv = fake_runtime(path, 1, &log);
+	{
+		struct ipc_endpoint other = ep;
+
+		other.pid = srv;
+		CHECK(ipc_connect(&other) == -EPERM);
+		CHECK(ipc_stop_tracing(&other, 5, 2000, err, sizeof(err)) == -EPERM);
+		CHECK(strstr(err, "refusing") && strstr(err, "planted"));
+		other = ep;
+		other.uid = ep.uid + 1;
+		CHECK(ipc_process_info(&other, 2000, &pi, err, sizeof(err)) == -EPERM);
+		CHECK(ipc_dump_send(&other, 3, "/x/y.dmp", DUMP_FULL, 0, &fd, err, sizeof(err)) == -EPERM);
+		CHECK(fd == -1);
+		/* Still served to the right peer afterwards. */
+		CHECK(ipc_stop_tracing(&ep, 5, 2000, err, sizeof(err)) == 0);
+	}
+	fake_done(srv, log, ids, 8);
+	unlink(path);
+
 	/* Nobody there: gone, or a stale socket file. */
 	snprintf(path, sizeof(path), "%s/none.sock", tmpdir);
-	CHECK(ipc_connect(path) == -ENOENT);
-	CHECK(ipc_process_info(path, 100, &pi, err, sizeof(err)) == -ENOENT);
+	CHECK(ipc_connect(&ep) == -ENOENT);
+	CHECK(ipc_process_info(&ep, 100, &pi, err, sizeof(err)) == -ENOENT);
 	{
 		struct sockaddr_un sa = {.sun_family = AF_UNIX};
 		int s = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -888,8 +924,8 @@ static void test_fake_runtime(void)
 		memcpy(sa.sun_path, path, strlen(path) + 1);
 		CHECK(bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0);
 		close(s);
-		CHECK(ipc_connect(path) == -ECONNREFUSED);
-		CHECK(ipc_stop_tracing(path, 1, 100, err, sizeof(err)) == -ECONNREFUSED);
+		CHECK(ipc_connect(&ep) == -ECONNREFUSED);
+		CHECK(ipc_stop_tracing(&ep, 1, 100, err, sizeof(err)) == -ECONNREFUSED);
 		CHECK(strstr(err, "nobody listens") != NULL);
 		unlink(path);
 	}
