@@ -4,17 +4,22 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dumpwatch/ipc.h"
+#include "dumpwatch/store.h"
+#include "dumpwatch/units.h"
 
 /* The runtime answers the dump command only after createdump has exited; a
  * heap dump of a few GB takes tens of seconds, so the wait is not bounded
@@ -23,12 +28,19 @@
 
 struct dump_job {
 	struct dump_request req;
+	struct store_limits limits;
 	char socket_path[512];
 	char dir[PATH_MAX];
-	char tmp_path[PATH_MAX]; /* where createdump writes, our view */
+	char name[NAME_MAX + 1];     /* final name in the store */
+	char tmp_name[NAME_MAX + 1]; /* ".NAME.partial", in the staging directory or the store */
+	char tmp_path[PATH_MAX];     /* where createdump writes, as a path (runtime path) */
 	char final_path[PATH_MAX];
+	int store_fd; /* the store directory, opened once and checked */
+	int stage_fd; /* the target user's staging directory, or -1: the store */
 	int via_exec;
 	int fd;      /* IPC connection or pidfd */
+	int epfd;    /* what the caller polls: fd and the timer */
+	int timerfd; /* the dump's time limit, or -1 */
 	int version; /* IPC dump command version in flight */
 	pid_t child; /* createdump child, exec path */
 	struct timespec started;
@@ -263,6 +275,9 @@ static const char *type_flag(enum dump_type t)
 	}
 }
 
+/* createdump resolves its --name through a descriptor of the store it
+ * inherits, so a directory swapped above the store cannot redirect what it
+ * creates as root. */
 static int start_exec(struct dump_job *job, char *err, size_t errlen)
 {
 	char createdump[PATH_MAX], pidbuf[16];
@@ -278,14 +293,18 @@ static int start_exec(struct dump_job *job, char *err, size_t errlen)
 		return -e;
 	}
 	if (child == 0) {
+		char name[PATH_MAX];
 		int devnull = open("/dev/null", O_RDWR);
 		if (devnull >= 0) {
 			dup2(devnull, 0);
 			dup2(devnull, 1);
 		}
+		int keep = fcntl(job->store_fd, F_DUPFD, 3); /* without close-on-exec */
+		if (keep < 0)
+			_exit(126);
+		snprintf(name, sizeof(name), "/proc/self/fd/%d/%s", keep, job->tmp_name);
 		umask(077);
-		execl(createdump, "createdump", "--name", job->tmp_path, type_flag(job->req.type), pidbuf,
-		      (char *)NULL);
+		execl(createdump, "createdump", "--name", name, type_flag(job->req.type), pidbuf, (char *)NULL);
 		_exit(127);
 	}
 	job->child = child;
@@ -308,10 +327,268 @@ static int send_runtime(struct dump_job *job, char *err, size_t errlen)
 	return ipc_dump_send(&ep, job->version, job->tmp_path, job->req.type, 0, &job->fd, err, errlen);
 }
 
+/* Whether uid is the user who ran us through sudo: `sudo dumpwatch PID MB`
+ * from that user's own directory writes the dump there. That user can rename
+ * what is in it, but not read what we publish (root's, 0600), and we create
+ * nothing there through a name they could have prepared (O_EXCL|O_NOFOLLOW
+ * relative to the directory's descriptor). */
+static int is_sudo_user(uid_t uid)
+{
+	const char *s = getenv("SUDO_UID");
+	char *end;
+	unsigned long v;
+
+	if (geteuid() != 0 || !s || !*s)
+		return 0;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	return !errno && !*end && v != 0 && (uid_t)v == uid;
+}
+
+/* Every directory above the store must be one that only root (or we) can
+ * change, or sticky: otherwise its owner could move the store away and put
+ * another directory, or a link, in its place between two dumps. */
+static int ancestors_safe(const char *dir, char *err, size_t errlen)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+	uid_t me = geteuid();
+
+	if (!realpath(dir, buf)) {
+		int e = errno;
+		snprintf(err, errlen, "dump directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	for (char *slash = strrchr(buf, '/'); slash; slash = strrchr(buf, '/')) {
+		if (slash == buf)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		if (stat(buf, &st) < 0)
+			return -errno;
+		if ((st.st_uid != 0 && st.st_uid != me && !is_sudo_user(st.st_uid)) ||
+		    ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
+			snprintf(err, errlen,
+			         "dump directory %s is below %s, which uid %u owns or others can write (mode %04o): "
+			         "choose a directory whose parents only root can change",
+			         dir, buf, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+			return -EPERM;
+		}
+		if (slash == buf)
+			break;
+	}
+	return 0;
+}
+
+/* Opens the store and checks it: a directory of ours that no one else can
+ * write. Returns the descriptor or -errno with a sentence. */
+static int open_store(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+	uid_t me = geteuid();
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENOTDIR)
+			snprintf(err, errlen, "dump directory %s is not a directory", dir);
+		else
+			snprintf(err, errlen, "dump directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		snprintf(err, errlen, "dump directory %s: %s", dir, strerror(e));
+		return -e;
+	}
+	if ((st.st_uid != me && !is_sudo_user(st.st_uid)) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		snprintf(err, errlen,
+		         "dump directory %s is owned by uid %u with mode %04o: dumps go only to a directory owned by "
+		         "uid %u that no one else can write ('install -d -o %u -m 0711 %s')",
+		         dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)me, (unsigned)me, dir);
+		close(fd);
+		return -EPERM;
+	}
+	int r = ancestors_safe(dir, err, errlen);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/* A subdirectory name of parent with the given owner and mode, created when
+ * missing; anything else under that name is refused. Returns its descriptor
+ * or -errno with a sentence. */
+static int own_subdir(int parent, const char *pname, const char *name, uid_t uid, gid_t gid, mode_t mode, char *err,
+                      size_t errlen)
+{
+	struct stat st;
+	int fd;
+
+	if (mkdirat(parent, name, 0700) < 0 && errno != EEXIST) {
+		int e = errno;
+		snprintf(err, errlen, "cannot create %s/%s: %s", pname, name, strerror(e));
+		return -e;
+	}
+	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s/%s is not a directory we can use: %s", pname, name, strerror(e));
+		return -e;
+	}
+	/* Only we can create entries in parent, so a directory owned by root
+	 * is one we made: hand it over. */
+	if (st.st_uid != uid && (st.st_uid != geteuid() || fchown(fd, uid, gid) < 0)) {
+		snprintf(err, errlen, "%s/%s belongs to uid %u, not %u: remove it", pname, name, (unsigned)st.st_uid,
+		         (unsigned)uid);
+		close(fd);
+		return -EPERM;
+	}
+	if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot set the mode of %s/%s: %s", pname, name, strerror(e));
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/* The runtime's createdump runs as the target's user. As root, that user
+ * gets a directory of its own in the store, DIR/.incoming/UID (0700), where
+ * the dump is written; it is moved into the store when complete. */
+static int open_staging(struct dump_job *job, char *err, size_t errlen)
+{
+	char incoming[PATH_MAX], name[16];
+	struct stat st;
+	int inc, fd;
+
+	if (fstat(job->store_fd, &st) < 0)
+		return -errno;
+	if (!(st.st_mode & S_IXOTH)) {
+		snprintf(err, errlen,
+		         "process %d runs as uid %u and its runtime writes the dump as that user, but it cannot reach "
+		         "%s (mode %04o): make it 0711 ('chmod 0711 %s') or use --dump-via exec",
+		         (int)job->req.pid, (unsigned)job->req.uid, job->dir, (unsigned)(st.st_mode & 07777), job->dir);
+		return -EACCES;
+	}
+	if (snprintf(incoming, sizeof(incoming), "%s/.incoming", job->dir) >= (int)sizeof(incoming)) {
+		snprintf(err, errlen, "dump directory %s: path too long", job->dir);
+		return -ENAMETOOLONG;
+	}
+	inc = own_subdir(job->store_fd, job->dir, ".incoming", geteuid(), getegid(), 0711, err, errlen);
+	if (inc < 0)
+		return inc;
+	snprintf(name, sizeof(name), "%u", (unsigned)job->req.uid);
+	fd = own_subdir(inc, incoming, name, job->req.uid, job->req.gid, 0700, err, errlen);
+	close(inc);
+	if (fd < 0)
+		return fd;
+	/* Whatever the user left under our temporary name goes first. */
+	unlinkat(fd, job->tmp_name, 0);
+	if (snprintf(job->tmp_path, sizeof(job->tmp_path), "%s/%s/%s", incoming, name, job->tmp_name) >=
+	    (int)sizeof(job->tmp_path)) {
+		close(fd);
+		snprintf(err, errlen, "dump directory %s: path too long", job->dir);
+		return -ENAMETOOLONG;
+	}
+	job->stage_fd = fd;
+	return 0;
+}
+
+/* The disk guards: admit the dump, deleting the oldest stored dumps first
+ * when configured, or -ENOSPC with the reason. */
+static int admit(struct dump_job *job, const struct dump_request *req, char *err, size_t errlen)
+{
+	struct store_state s;
+	size_t n_delete = 0;
+	char why[768];
+	int r = store_scan(job->store_fd, &s);
+
+	if (r < 0) {
+		snprintf(err, errlen, "cannot read the dump directory %s: %s", job->dir, strerror(-r));
+		return r;
+	}
+	uint64_t estimate = store_estimate(req->pid, req->type);
+	r = store_admit(&s, &job->limits, estimate, &n_delete, why, sizeof(why));
+	if (r < 0) {
+		snprintf(err, errlen, "skipped: %s", why);
+		store_state_free(&s);
+		return r;
+	}
+	for (size_t i = 0; i < n_delete; i++) {
+		char path[PATH_MAX + NAME_MAX + 2];
+		snprintf(path, sizeof(path), "%s/%s", job->dir, s.entries[i].name);
+		if (unlinkat(job->store_fd, s.entries[i].name, 0) < 0 && errno != ENOENT) {
+			int e = errno;
+			snprintf(err, errlen, "skipped: cannot delete %s to make room: %s", path, strerror(e));
+			store_state_free(&s);
+			return -e;
+		}
+		if (req->deleted)
+			req->deleted(req->ctx, path, s.entries[i].bytes);
+	}
+	store_state_free(&s);
+	return 0;
+}
+
+/* Puts the job's descriptors (the dump's own and its timer) behind one
+ * descriptor for the caller's loop. */
+static int watch_job(struct dump_job *job, char *err, size_t errlen)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+
+	if (job->epfd < 0) {
+		job->epfd = epoll_create1(EPOLL_CLOEXEC);
+		if (job->epfd < 0)
+			goto fail;
+		if (job->req.timeout_ns > 0) {
+			struct itimerspec its = {.it_value = {.tv_sec = job->req.timeout_ns / 1000000000,
+			                                      .tv_nsec = job->req.timeout_ns % 1000000000}};
+			job->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+			if (job->timerfd < 0 || timerfd_settime(job->timerfd, 0, &its, NULL) < 0)
+				goto fail;
+			if (epoll_ctl(job->epfd, EPOLL_CTL_ADD, job->timerfd, &ev) < 0)
+				goto fail;
+		}
+	}
+	if (epoll_ctl(job->epfd, EPOLL_CTL_ADD, job->fd, &ev) < 0)
+		goto fail;
+	return 0;
+fail:;
+	int e = errno;
+	snprintf(err, errlen, "cannot watch the dump: %s", strerror(e));
+	return -e;
+}
+
+static void job_close(struct dump_job *job)
+{
+	if (job->fd >= 0)
+		close(job->fd);
+	if (job->epfd >= 0)
+		close(job->epfd);
+	if (job->timerfd >= 0)
+		close(job->timerfd);
+	if (job->stage_fd >= 0)
+		close(job->stage_fd);
+	if (job->store_fd >= 0)
+		close(job->store_fd);
+	free(job);
+}
+
+static void remove_tmp(struct dump_job *job)
+{
+	unlinkat(job->stage_fd >= 0 ? job->stage_fd : job->store_fd, job->tmp_name, 0);
+}
+
+static void kill_job(struct dump_job *job);
+
 int dump_start(const struct dump_request *req, struct dump_job **ret, char *err, size_t errlen)
 {
 	struct dump_job *job;
-	char name[NAME_MAX + 1];
 	int r;
 
 	if (req->dir[0] != '/') {
@@ -322,7 +599,9 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	if (!job)
 		return -ENOMEM;
 	job->req = *req;
-	job->fd = -1;
+	job->fd = job->epfd = job->timerfd = job->stage_fd = -1;
+	if (req->limits)
+		job->limits = *req->limits;
 	snprintf(job->socket_path, sizeof(job->socket_path), "%s", req->socket_path ? req->socket_path : "");
 	snprintf(job->dir, sizeof(job->dir), "%s", req->dir);
 	job->req.socket_path = job->socket_path;
@@ -330,29 +609,60 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	job->req.process_name = NULL;
 	job->req.rule_name = NULL;
 	job->req.name_template = NULL;
-	dump_file_name_template(req->name_template, req->process_name, req->pid, req->rule_name, req->unix_ns, name,
-	                        sizeof(name));
-	snprintf(job->final_path, sizeof(job->final_path), "%s/%s", req->dir, name);
-	snprintf(job->tmp_path, sizeof(job->tmp_path), "%s/.%s.partial", req->dir, name);
+	job->req.limits = NULL;
+	dump_file_name_template(req->name_template, req->process_name, req->pid, req->rule_name, req->unix_ns,
+	                        job->name, sizeof(job->name));
+	snprintf(job->final_path, sizeof(job->final_path), "%s/%s", req->dir, job->name);
+	snprintf(job->tmp_name, sizeof(job->tmp_name), ".%.*s.partial", NAME_MAX - 10, job->name);
+	snprintf(job->tmp_path, sizeof(job->tmp_path), "%s/%s", req->dir, job->tmp_name);
 	clock_gettime(CLOCK_MONOTONIC, &job->started);
 
 	enum dump_via via = req->via;
 	if (via == DUMP_VIA_AUTO)
 		via = req->other_mount_ns ? DUMP_VIA_EXEC : DUMP_VIA_RUNTIME;
+	if (via == DUMP_VIA_RUNTIME && req->other_mount_ns) {
+		snprintf(err, errlen,
+		         "process %d runs in another mount namespace, where the runtime cannot see %s: use --dump-via "
+		         "exec",
+		         (int)req->pid, req->dir);
+		free(job);
+		return -EXDEV;
+	}
+	r = open_store(req->dir, err, errlen);
+	if (r < 0) {
+		free(job);
+		return r;
+	}
+	job->store_fd = r;
+	r = admit(job, req, err, errlen);
+	if (r < 0)
+		goto fail;
+
+	if (via == DUMP_VIA_RUNTIME && geteuid() == 0 && req->uid != 0) {
+		r = open_staging(job, err, errlen);
+		if (r < 0)
+			goto fail;
+	} else {
+		/* Without root, a runtime of another user can only write
+		 * where that user may. */
+		if (via == DUMP_VIA_RUNTIME && req->uid != geteuid()) {
+			r = dump_dir_writable_by(req->dir, req->pid, req->uid, req->gid, err, errlen);
+			if (r < 0)
+				goto fail;
+		} else {
+			/* Claim the name: createdump opens it with O_TRUNC,
+			 * never through a link someone put there. */
+			int fd = openat(job->store_fd, job->tmp_name,
+			                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+			if (fd < 0) {
+				r = -errno;
+				snprintf(err, errlen, "cannot create %s: %s", job->tmp_path, strerror(-r));
+				goto fail;
+			}
+			close(fd);
+		}
+	}
 	if (via == DUMP_VIA_RUNTIME) {
-		if (req->other_mount_ns) {
-			snprintf(err, errlen,
-			         "process %d runs in another mount namespace, where the runtime cannot see %s: "
-			         "use --dump-via exec",
-			         (int)req->pid, req->dir);
-			free(job);
-			return -EXDEV;
-		}
-		r = dump_dir_writable_by(req->dir, req->pid, req->uid, req->gid, err, errlen);
-		if (r < 0) {
-			free(job);
-			return r;
-		}
 		job->version = DUMP_IPC_VERSION_NEWEST;
 		r = send_runtime(job, err, errlen);
 	} else {
@@ -360,16 +670,25 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 		r = start_exec(job, err, errlen);
 	}
 	if (r < 0) {
-		free(job);
-		return r;
+		remove_tmp(job);
+		goto fail;
+	}
+	r = watch_job(job, err, errlen);
+	if (r < 0) {
+		kill_job(job);
+		remove_tmp(job);
+		goto fail;
 	}
 	*ret = job;
 	return 0;
+fail:
+	job_close(job);
+	return r;
 }
 
 int dump_job_fd(const struct dump_job *job)
 {
-	return job->fd;
+	return job->epfd;
 }
 
 const char *dump_job_path(const struct dump_job *job)
@@ -377,48 +696,127 @@ const char *dump_job_path(const struct dump_job *job)
 	return job->final_path;
 }
 
-static int publish(struct dump_job *job, struct dump_result *res, char *err, size_t errlen)
+static void fill_result(struct dump_job *job, struct dump_result *res, uint64_t bytes)
 {
-	struct stat st;
 	struct timespec now;
 
-	if (lstat(job->tmp_path, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "createdump reported success but %s is missing or not a regular file",
-		         job->tmp_path);
-		unlink(job->tmp_path);
-		return -EIO;
-	}
-	if (st.st_size == 0) {
-		snprintf(err, errlen, "createdump wrote an empty file");
-		unlink(job->tmp_path);
-		return -EIO;
-	}
-	/* The runtime's createdump writes as the target's user; the published
-	 * dump belongs to us and is readable by us only. */
-	if (chmod(job->tmp_path, 0600) < 0 ||
-	    (geteuid() == 0 && (st.st_uid != 0 || st.st_gid != 0) && lchown(job->tmp_path, 0, 0) < 0)) {
-		int e = errno;
-		snprintf(err, errlen, "cannot secure %s: %s", job->tmp_path, strerror(e));
-		unlink(job->tmp_path);
-		return -e;
-	}
-	if (renameat2(AT_FDCWD, job->tmp_path, AT_FDCWD, job->final_path, RENAME_NOREPLACE) < 0) {
-		int e = errno;
-		snprintf(err, errlen, "cannot publish %s: %s", job->final_path, strerror(e));
-		unlink(job->tmp_path);
-		return -e;
-	}
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	snprintf(res->path, sizeof(res->path), "%s", job->final_path);
-	res->bytes = (uint64_t)st.st_size;
+	res->bytes = bytes;
 	res->duration_ms =
 	    (double)(now.tv_sec - job->started.tv_sec) * 1e3 + (double)(now.tv_nsec - job->started.tv_nsec) / 1e6;
 	res->via = job->via_exec ? "exec" : "runtime";
+}
+
+/* A dump written in the store itself (by us, root's runtime, or a runtime of
+ * our own user): secure it and rename it to its final name. */
+static int publish_in_place(struct dump_job *job, struct dump_result *res, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = openat(job->store_fd, job->tmp_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int r = 0;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "createdump reported success but %s is missing or not a regular file",
+		         job->tmp_path);
+		r = -EIO;
+	} else if (st.st_size == 0) {
+		snprintf(err, errlen, "createdump wrote an empty file");
+		r = -EIO;
+	} else if (fchmod(fd, 0600) < 0 || (st.st_uid != geteuid() && fchown(fd, geteuid(), getegid()) < 0)) {
+		r = -errno;
+		snprintf(err, errlen, "cannot secure %s: %s", job->tmp_path, strerror(-r));
+	} else if (renameat2(job->store_fd, job->tmp_name, job->store_fd, job->name, RENAME_NOREPLACE) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot publish %s: %s", job->final_path, strerror(-r));
+	}
+	if (fd >= 0)
+		close(fd);
+	if (r < 0) {
+		remove_tmp(job);
+		return r;
+	}
+	fill_result(job, res, (uint64_t)st.st_size);
 	return 0;
+}
+
+/* A dump written by the target's user in its staging directory. That user
+ * can change the directory while we look, so the file is opened once without
+ * following links, checked, made ours, and linked into the store by its
+ * descriptor: what is published is the inode checked, whatever the name in
+ * the staging directory points to by then. */
+static int publish_staged(struct dump_job *job, struct dump_result *res, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = openat(job->stage_fd, job->tmp_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int r = 0;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "the runtime reported success but %s is missing or not a regular file",
+		         job->tmp_path);
+		r = -EIO;
+	} else if (st.st_uid != job->req.uid || st.st_nlink != 1) {
+		snprintf(err, errlen, "%s is owned by uid %u with %lu link(s), not a file createdump wrote as uid %u",
+		         job->tmp_path, (unsigned)st.st_uid, (unsigned long)st.st_nlink, (unsigned)job->req.uid);
+		r = -EPERM;
+	} else if (st.st_size == 0) {
+		snprintf(err, errlen, "createdump wrote an empty file");
+		r = -EIO;
+	} else if (fchown(fd, geteuid(), getegid()) < 0 || fchmod(fd, 0600) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot secure %s: %s", job->tmp_path, strerror(-r));
+	} else if (linkat(fd, "", job->store_fd, job->name, AT_EMPTY_PATH) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot publish %s: %s", job->final_path, strerror(-r));
+	} else {
+		remove_tmp(job);
+		/* Another name made for it in the meantime would outlive the
+		 * store's accounting and deletion. */
+		if (fstat(fd, &st) < 0 || st.st_nlink != 1) {
+			unlinkat(job->store_fd, job->name, 0);
+			snprintf(err, errlen, "%s got another hard link while it was published; removed",
+			         job->tmp_path);
+			r = -EPERM;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (r < 0) {
+		remove_tmp(job);
+		return r;
+	}
+	fill_result(job, res, (uint64_t)st.st_size);
+	return 0;
+}
+
+static int publish(struct dump_job *job, struct dump_result *res, char *err, size_t errlen)
+{
+	return job->stage_fd >= 0 ? publish_staged(job, res, err, errlen) : publish_in_place(job, res, err, errlen);
+}
+
+static int timed_out(struct dump_job *job)
+{
+	uint64_t n = 0;
+	return job->timerfd >= 0 && read(job->timerfd, &n, sizeof(n)) == (ssize_t)sizeof(n) && n > 0;
+}
+
+/* Whether fd has something to read now. */
+static int readable(int fd)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	return poll(&pfd, 1, 0) > 0;
 }
 
 int dump_job_finish(struct dump_job *job, struct dump_result *res, char *err, size_t errlen)
 {
+	if (timed_out(job)) {
+		char limit[32];
+		kill_job(job);
+		remove_tmp(job);
+		snprintf(err, errlen, "createdump did not finish within %s (--dump-timeout): killed it",
+		         units_format((double)job->req.timeout_ns / 1e6, UNIT_MS, limit, sizeof(limit)));
+		return -ETIMEDOUT;
+	}
 	if (job->via_exec) {
 		siginfo_t si;
 		memset(&si, 0, sizeof(si));
@@ -437,12 +835,14 @@ int dump_job_finish(struct dump_job *job, struct dump_result *res, char *err, si
 				         si.si_status);
 			else
 				snprintf(err, errlen, "createdump was killed by signal %d", si.si_status);
-			unlink(job->tmp_path);
+			remove_tmp(job);
 			return -EIO;
 		}
 		return publish(job, res, err, errlen);
 	}
 
+	if (!readable(job->fd))
+		return -EAGAIN;
 	struct ipc_reply *reply = malloc(sizeof(*reply));
 	int r;
 	if (!reply)
@@ -456,7 +856,8 @@ int dump_job_finish(struct dump_job *job, struct dump_result *res, char *err, si
 		         "the runtime closed the connection before answering the dump command (%s): did the "
 		         "process exit?",
 		         strerror(-r));
-		unlink(job->tmp_path);
+		kill_job(job);
+		remove_tmp(job);
 		return r == -EAGAIN ? -EIO : r;
 	}
 	if (reply->id != 0x00) {
@@ -464,15 +865,17 @@ int dump_job_finish(struct dump_job *job, struct dump_result *res, char *err, si
 			free(reply);
 			job->version--;
 			r = send_runtime(job, err, errlen);
+			if (r == 0)
+				r = watch_job(job, err, errlen);
 			if (r < 0) {
-				unlink(job->tmp_path);
+				remove_tmp(job);
 				return r;
 			}
 			return -EAGAIN;
 		}
 		ipc_describe_error(reply, err, errlen);
 		free(reply);
-		unlink(job->tmp_path);
+		remove_tmp(job);
 		return -EIO;
 	}
 	free(reply);
@@ -526,30 +929,34 @@ static int kill_runtime_createdump(pid_t pid)
 	return killed;
 }
 
-void dump_job_abort(struct dump_job *job)
+/* Stops whatever createdump runs for the job. */
+static void kill_job(struct dump_job *job)
 {
-	if (!job)
-		return;
 	if (job->child > 0) {
 		kill(job->child, SIGKILL);
 		waitpid(job->child, NULL, 0);
-	} else if (job->fd >= 0 && kill_runtime_createdump(job->req.pid) > 0) {
+		job->child = 0;
+	} else if (!job->via_exec && kill_runtime_createdump(job->req.pid) > 0) {
 		/* Give the runtime's createdump a moment to be gone before the
 		 * file is removed, so it cannot create it again. */
 		struct timespec ts = {0, 50 * 1000000L};
 		nanosleep(&ts, NULL);
 	}
-	if (job->fd >= 0)
-		close(job->fd);
-	unlink(job->tmp_path);
-	free(job);
+}
+
+void dump_job_abort(struct dump_job *job)
+{
+	if (!job)
+		return;
+	if (job->child > 0 || job->fd >= 0)
+		kill_job(job);
+	remove_tmp(job);
+	job_close(job);
 }
 
 void dump_job_free(struct dump_job *job)
 {
 	if (!job)
 		return;
-	if (job->fd >= 0)
-		close(job->fd);
-	free(job);
+	job_close(job);
 }

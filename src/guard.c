@@ -740,6 +740,18 @@ static void light_scan(struct guard *g)
 
 static void on_dump_ready(struct loop *l, int fd, uint32_t events, void *ctx);
 
+/* A stored dump deleted to make room for one of p (--store-full delete-oldest). */
+static void on_dump_deleted(void *ctx, const char *path, uint64_t bytes)
+{
+	struct proc *p = ctx;
+	struct json_object *rec = proc_json(p);
+
+	json_object_object_add(rec, "deleted", json_object_new_string(path));
+	json_object_object_add(rec, "bytes", json_object_new_int64((int64_t)bytes));
+	journal_write(p->g->journal, "dump-deleted", rec);
+	log_info("deleted %s (%.1f MB) to make room for a dump of pid %d", path, (double)bytes / 1e6, (int)p->t.pid);
+}
+
 static void fire(struct proc *p, size_t i, int64_t now)
 {
 	struct guard *g = p->g;
@@ -770,8 +782,19 @@ static void fire(struct proc *p, size_t i, int64_t now)
 	    .via = g->o->via,
 	    .unix_ns = loop_wall_now(),
 	    .name_template = gr->fr.name_template,
+	    .limits = &g->o->store,
+	    .timeout_ns = g->o->dump_timeout_ns,
+	    .deleted = on_dump_deleted,
+	    .ctx = p,
 	};
-	if (dump_start(&req, &p->job, err, sizeof(err)) < 0) {
+	int rc = dump_start(&req, &p->job, err, sizeof(err));
+	if (rc == -ENOSPC) {
+		p->job = NULL;
+		journal_error(g, "dump-skipped", proc_rule_json(p, r->name), err);
+		log_warn("dump of pid %d (%s) for rule %s %s", (int)p->t.pid, p->name, r->name, err);
+		return;
+	}
+	if (rc < 0) {
 		p->job = NULL;
 		journal_error(g, "dump-failed", proc_rule_json(p, r->name), err);
 		log_error("dump of pid %d (%s) for rule %s failed: %s", (int)p->t.pid, p->name, r->name, err);

@@ -51,6 +51,12 @@ static void usage(FILE *f)
 	      "  -c, --cooldown DURATION  least time between two dumps (default 10s)\n"
 	      "  -j, --journal FILE       append a JSON line for every attach, fire, dump and failure\n"
 	      "      --counter-interval DURATION  EventCounters interval (default 1s)\n"
+	      "      --dump-timeout D     kill a createdump still running after D (default 10m; 0 = no limit)\n"
+	      "      --min-free SIZE|PCT  skip a dump that would leave less free on the dump file system\n"
+	      "                           (e.g. 20GB or 10%; default 5%; 0 = no minimum)\n"
+	      "      --store-max-size SIZE  at most this much in stored dumps (default no limit)\n"
+	      "      --store-max-count N  at most N stored dumps (default no limit)\n"
+	      "      --store-full skip|delete-oldest  when a dump would break those (default skip)\n"
 	      "  -v, --verbose            print metrics as they arrive\n"
 	      "\n"
 	      "guard options (with --rules-dir; limits and dump type come from the rule files):\n"
@@ -64,6 +70,30 @@ static void usage(FILE *f)
 	      "exit status: 0 done (dumps taken, or the process exited first), 1 usage, 2 process not found /\n"
 	      "not .NET / unreachable, 3 a dump failed, 4 event stream failure, 130 stopped by a signal\n",
 	      f);
+}
+
+/* --min-free: a size ("20GB") or a percentage of the file system ("10%"). */
+static int store_option_min_free(const char *text, struct store_limits *l)
+{
+	char err[256];
+	double v;
+
+	if (strchr(text, '%')) {
+		if (units_parse_value(text, UNIT_PERCENT, &v, err, sizeof(err)) < 0) {
+			log_error("--min-free: %s", err);
+			return -EINVAL;
+		}
+		l->min_free_pct = v;
+		l->min_free_bytes = 0;
+	} else {
+		if (units_parse_value(text, UNIT_BYTES, &v, err, sizeof(err)) < 0) {
+			log_error("--min-free needs a size (20GB) or a percentage (10%%): %s", err);
+			return -EINVAL;
+		}
+		l->min_free_bytes = (uint64_t)v;
+		l->min_free_pct = 0;
+	}
+	return 0;
 }
 
 static int parse_pid(const char *s, pid_t *out)
@@ -298,7 +328,20 @@ static int run_guard(struct guard_options *go, const char *rules_dir, const char
 
 int main(int argc, char **argv)
 {
-	enum { OPT_VERSION = 256, OPT_VIA, OPT_INTERVAL, OPT_STATE_DIR, OPT_SOCKET_DIR, OPT_STOP_TIMEOUT, OPT_LOG };
+	enum {
+		OPT_VERSION = 256,
+		OPT_VIA,
+		OPT_INTERVAL,
+		OPT_STATE_DIR,
+		OPT_SOCKET_DIR,
+		OPT_STOP_TIMEOUT,
+		OPT_LOG,
+		OPT_DUMP_TIMEOUT,
+		OPT_MIN_FREE,
+		OPT_STORE_MAX_SIZE,
+		OPT_STORE_MAX_COUNT,
+		OPT_STORE_FULL
+	};
 	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
 	                                     {"when", required_argument, NULL, 'w'},
 	                                     {"dump-dir", required_argument, NULL, 'd'},
@@ -314,6 +357,11 @@ int main(int argc, char **argv)
 	                                     {"socket-dir", required_argument, NULL, OPT_SOCKET_DIR},
 	                                     {"stop-timeout", required_argument, NULL, OPT_STOP_TIMEOUT},
 	                                     {"log", required_argument, NULL, OPT_LOG},
+	                                     {"dump-timeout", required_argument, NULL, OPT_DUMP_TIMEOUT},
+	                                     {"min-free", required_argument, NULL, OPT_MIN_FREE},
+	                                     {"store-max-size", required_argument, NULL, OPT_STORE_MAX_SIZE},
+	                                     {"store-max-count", required_argument, NULL, OPT_STORE_MAX_COUNT},
+	                                     {"store-full", required_argument, NULL, OPT_STORE_FULL},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, OPT_VERSION},
 	                                     {NULL, 0, NULL, 0}};
@@ -321,7 +369,8 @@ int main(int argc, char **argv)
 	static struct guard_options go;
 	struct watch_options o;
 	const char *rules_dir = NULL, *state_dir = NULL;
-	int64_t stop_timeout = 5000000000LL;
+	int64_t stop_timeout = 5000000000LL, dump_timeout = DUMP_DEFAULT_TIMEOUT_NS;
+	struct store_limits store = {.min_free_pct = STORE_DEFAULT_MIN_FREE_PCT};
 	int limits_given = 0;
 	char err[512], dir[PATH_MAX];
 	const char *dump_dir = ".";
@@ -428,6 +477,46 @@ int main(int argc, char **argv)
 				return DW_EXIT_USAGE;
 			}
 			break;
+		case OPT_DUMP_TIMEOUT:
+			if (units_parse_duration(optarg, &dump_timeout, err, sizeof(err)) < 0) {
+				log_error("--dump-timeout: %s", err);
+				return DW_EXIT_USAGE;
+			}
+			break;
+		case OPT_MIN_FREE:
+			if (store_option_min_free(optarg, &store) < 0)
+				return DW_EXIT_USAGE;
+			break;
+		case OPT_STORE_MAX_SIZE: {
+			double v;
+			if (units_parse_value(optarg, UNIT_BYTES, &v, err, sizeof(err)) < 0) {
+				log_error("--store-max-size: %s", err);
+				return DW_EXIT_USAGE;
+			}
+			store.max_bytes = (uint64_t)v;
+			break;
+		}
+		case OPT_STORE_MAX_COUNT: {
+			char *end;
+			errno = 0;
+			long n = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || n < 0 || n > 1000000) {
+				log_error("--store-max-count needs a count (0 for no limit), not \"%s\"", optarg);
+				return DW_EXIT_USAGE;
+			}
+			store.max_count = (uint32_t)n;
+			break;
+		}
+		case OPT_STORE_FULL:
+			if (strcmp(optarg, "skip") == 0)
+				store.delete_oldest = 0;
+			else if (strcmp(optarg, "delete-oldest") == 0)
+				store.delete_oldest = 1;
+			else {
+				log_error("--store-full must be skip or delete-oldest, not \"%s\"", optarg);
+				return DW_EXIT_USAGE;
+			}
+			break;
 		case OPT_LOG:
 			if (strcmp(optarg, "journald") == 0)
 				log_set_journald(1);
@@ -453,6 +542,10 @@ int main(int argc, char **argv)
 		}
 	}
 
+	o.store = store;
+	o.dump_timeout_ns = dump_timeout;
+	go.store = store;
+	go.dump_timeout_ns = dump_timeout;
 	if (rules_dir)
 		return run_guard(&go, rules_dir, dump_dir, o.journal_path, state_dir, o.via, interval, stop_timeout,
 		                 o.verbose, o.pid || rule.n_conds || limits_given || argc - optind > 0);

@@ -82,6 +82,18 @@ static int all_rules_done(const struct watcher *w)
 
 static void on_dump_ready(struct loop *l, int fd, uint32_t events, void *ctx);
 
+/* A stored dump deleted to make room (--store-full delete-oldest). */
+static void on_dump_deleted(void *ctx, const char *path, uint64_t bytes)
+{
+	struct watcher *w = ctx;
+	struct json_object *rec = target_json(w);
+
+	json_object_object_add(rec, "deleted", json_object_new_string(path));
+	json_object_object_add(rec, "bytes", json_object_new_int64((int64_t)bytes));
+	journal_write(w->journal, "dump-deleted", rec);
+	log_info("deleted %s (%.1f MB) to make room", path, (double)bytes / 1e6);
+}
+
 static void fire(struct watcher *w, size_t i, int64_t now)
 {
 	struct rule_slot *slot = &w->slots[i];
@@ -109,14 +121,21 @@ static void fire(struct watcher *w, size_t i, int64_t now)
 	    .type = r->dump_type,
 	    .via = w->o->via,
 	    .unix_ns = loop_wall_now(),
+	    .limits = &w->o->store,
+	    .timeout_ns = w->o->dump_timeout_ns,
+	    .deleted = on_dump_deleted,
+	    .ctx = w,
 	};
 	int rc2 = dump_start(&req, &w->job, err, sizeof(err));
 	if (rc2 < 0) {
 		struct json_object *f = target_json(w);
 		json_object_object_add(f, "rule", json_object_new_string(r->name));
 		json_object_object_add(f, "error", json_object_new_string(err));
-		journal_write(w->journal, "dump-failed", f);
-		log_error("dump of pid %d failed: %s", (int)t->pid, err);
+		journal_write(w->journal, rc2 == -ENOSPC ? "dump-skipped" : "dump-failed", f);
+		if (rc2 == -ENOSPC)
+			log_error("dump of pid %d %s", (int)t->pid, err);
+		else
+			log_error("dump of pid %d failed: %s", (int)t->pid, err);
 		w->job = NULL;
 		finish(w, DW_EXIT_DUMP);
 		return;

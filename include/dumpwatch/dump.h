@@ -1,18 +1,29 @@
 /* Capturing a core dump of one process with the runtime's createdump.
  *
  * Two paths (PROTOCOL.md section 6, DESIGN.md "Dump safety"):
- * - runtime (default): the dump command over the diagnostics socket; the
- *   runtime forks createdump as the target's own user. The dump directory must
- *   be writable by that user, which is checked before the request is sent.
+ * - runtime (default): the dump command over the diagnostics socket (checked
+ *   to be served by the target, SO_PEERCRED); the runtime forks createdump as
+ *   the target's own user.
  * - exec: dumpwatch runs the createdump beside the target's libcoreclr.so
  *   itself. Refused when running as root and that file or any directory above
  *   it is owned by a non-root user or writable by group or others.
- * Either way the dump is written under a temporary name (".NAME.partial") in
- * the dump directory and renamed to its final name only when createdump
- * succeeded; a failed or abandoned dump leaves no file behind.
+ *
+ * The store (the dump directory) must be ours, writable by no one else, below
+ * directories only root can change. Every file in it is created without
+ * following links: a temporary ".NAME.partial" (O_CREAT|O_EXCL|O_NOFOLLOW,
+ * 0600) that createdump fills and that is renamed to NAME only when createdump
+ * succeeded. As root, a runtime running as another user writes instead in
+ * DIR/.incoming/UID (that user's, 0700); the finished file is opened without
+ * following links, checked (regular, that user's, one link), made root's
+ * 0600 and linked into the store by its descriptor. A failed, timed-out or
+ * abandoned dump leaves no file behind.
+ *
+ * Before every dump the disk guards (store.h) are checked; a dump they refuse
+ * is skipped (-ENOSPC) with the reason, after deleting the oldest stored dumps
+ * when so configured.
  *
  * A dump runs asynchronously: dump_start returns a job whose descriptor becomes
- * readable when createdump has finished. */
+ * readable when createdump has finished or its time is up. */
 #ifndef DUMPWATCH_DUMP_H
 #define DUMPWATCH_DUMP_H
 
@@ -22,6 +33,7 @@
 #include <sys/types.h>
 
 #include "dumpwatch/rules.h"
+#include "dumpwatch/store.h"
 
 enum dump_via { DUMP_VIA_AUTO = 0, DUMP_VIA_RUNTIME, DUMP_VIA_EXEC };
 
@@ -36,9 +48,18 @@ struct dump_request {
 	const char *rule_name;
 	enum dump_type type;
 	enum dump_via via;
-	int64_t unix_ns;           /* fire time, for the file name */
-	const char *name_template; /* NULL or "": DUMP_DEFAULT_TEMPLATE */
+	int64_t unix_ns;                   /* fire time, for the file name */
+	const char *name_template;         /* NULL or "": DUMP_DEFAULT_TEMPLATE */
+	const struct store_limits *limits; /* NULL: none */
+	int64_t timeout_ns;                /* createdump is killed past it; 0: no limit */
+	/* Called for each stored dump deleted to make room (delete_oldest). */
+	void (*deleted)(void *ctx, const char *path, uint64_t bytes);
+	void *ctx;
 };
+
+/* Default time limit of one dump: a heap dump of tens of GB takes minutes;
+ * the target is frozen meanwhile. */
+#define DUMP_DEFAULT_TIMEOUT_NS (600LL * 1000000000)
 
 struct dump_result {
 	char path[PATH_MAX];
@@ -49,8 +70,9 @@ struct dump_result {
 
 struct dump_job;
 
-/* Starts a dump. Returns 0 with a job, or -errno with a sentence in err that
- * says what to do (e.g. how to make the directory writable for the target). */
+/* Starts a dump. Returns 0 with a job; -ENOSPC when the disk guards skip it;
+ * or -errno with a sentence in err that says what to do (e.g. how to fix the
+ * dump directory's permissions). */
 int dump_start(const struct dump_request *req, struct dump_job **ret, char *err, size_t errlen);
 
 /* The descriptor to poll for readability. It can change after dump_job_finish
@@ -59,7 +81,8 @@ int dump_job_fd(const struct dump_job *job);
 
 /* Called when the job's descriptor is readable. Returns 0 when the dump was
  * published (res filled), -EAGAIN when still running (poll dump_job_fd again),
- * or another -errno with a sentence in err (nothing is left on disk). */
+ * -ETIMEDOUT when createdump ran past the time limit and was killed, or
+ * another -errno with a sentence in err (nothing is left on disk either way). */
 int dump_job_finish(struct dump_job *job, struct dump_result *res, char *err, size_t errlen);
 
 /* Stops a dump in progress (kills a createdump child), removes its partial

@@ -26,6 +26,8 @@ struct guard_options {
 	 * socket directories of processes seen. */
 	const char *socket_dirs[GUARD_SOCKET_DIRS_MAX];
 	size_t n_socket_dirs;
+	struct store_limits store; /* disk guards checked before every dump */
+	int64_t dump_timeout_ns;   /* createdump is killed past it; 0: no limit */
 };
 
 /* Runs until SIGTERM or SIGINT. Returns DW_EXIT_OK after a clean stop, or

@@ -29,6 +29,8 @@ struct watch_options {
 	const char *journal_path; /* NULL: no journal */
 	int verbose;              /* print metrics as they arrive, on stdout */
 	uint32_t counter_interval_sec;
+	struct store_limits store; /* disk guards checked before every dump */
+	int64_t dump_timeout_ns;   /* createdump is killed past it; 0: no limit */
 };
 
 /* Runs until every rule has reached its max dumps, the target exits, or a

@@ -1,36 +1,53 @@
 #!/usr/bin/env bash
 # The two dump paths and their guards, with the real runtime:
-# - a target running as another user (nobody) and a dump directory it cannot
-#   write: refused before the request, one line saying how to fix it, exit 3,
-#   journaled; nothing left in the directory;
-# - the same target with a directory it can write: the runtime's createdump
-#   writes as nobody, dumpwatch publishes the file as root-owned 0600;
+# - a target running as another user (nobody) and a store it cannot reach
+#   (root 0700): refused before the request, one line saying how to fix it,
+#   exit 3, journaled; nothing left in the directory;
+# - a store owned by that user: refused (dumps go only to a root-owned store);
+# - the same target with a root-owned 0711 store: the runtime's createdump
+#   writes as nobody in DIR/.incoming/UID, dumpwatch publishes the file into the
+#   store as root-owned 0600 and leaves nothing behind in the staging directory;
 # - --dump-via exec: dumpwatch runs the createdump beside libcoreclr.so itself;
 # - --dump-via exec against a runtime installed in a world-writable directory:
 #   refused as root, with the reason.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root to start a target as another user"; exit 77; }
 
-# 1. Target as nobody, dump directory root-owned 0755. The program runs from
-# a world-readable copy: the checkout may sit where nobody cannot read.
+# 1. Target as nobody, store root-owned 0700. The program runs from a
+# world-readable copy: the checkout may sit where nobody cannot read.
 cp -r "$(dirname "$APP")" "$T/app-copy"
 chmod -R a+rX "$T/app-copy"
 ROOT_APP=$APP
 APP="$T/app-copy/$(basename "$APP")"
 start_app as_nobody
+chmod 0700 "$DUMPS"
 start_dw --pid "$APP_PID" --when 'loh-size > 100MB' --dump-type triage --dump-dir "$DUMPS" --journal "$JOURNAL"
 wait_attached
 app_cmd "loh 150"
 wait_dw 30
-[ "$DW_RC" -eq 3 ] || fail "unwritable dump dir: exit $DW_RC, expected 3"
-grep -q "is not writable by uid $(id -u nobody), the user of process $APP_PID" "$T/dw.out" ||
+[ "$DW_RC" -eq 3 ] || fail "unreachable dump dir: exit $DW_RC, expected 3"
+grep -q "process $APP_PID runs as uid $(id -u nobody) .* cannot reach $DUMPS (mode 0700): make it 0711" "$T/dw.out" ||
 	fail "no actionable message"
 [ "$(journal_count dump-failed)" -eq 1 ] || fail "failure not journaled"
 [ -z "$(ls -A "$DUMPS")" ] || fail "something was left in the dump directory: $(ls -A "$DUMPS")"
 
-# 2. Same target, directory writable by nobody.
+# 2. A store that the target's user owns: refused.
 chown nobody "$DUMPS"
-chmod 0700 "$DUMPS"
+app_cmd "release"
+rm -f "$JOURNAL"
+start_dw --pid "$APP_PID" --when 'loh-size > 100MB' --dump-type triage --dump-dir "$DUMPS" --journal "$JOURNAL"
+wait_attached
+app_cmd "loh 150"
+wait_dw 30
+[ "$DW_RC" -eq 3 ] || fail "store owned by nobody: exit $DW_RC, expected 3"
+grep -q "dump directory $DUMPS is owned by uid $(id -u nobody) with mode 0700: dumps go only to a directory owned by uid 0" \
+	"$T/dw.out" || fail "no message about the store's owner"
+[ -z "$(ls -A "$DUMPS")" ] || fail "something was left in the dump directory: $(ls -A "$DUMPS")"
+
+# 3. Root-owned 0711 store: the runtime writes as nobody in its staging
+# directory; the dump is published root-owned 0600.
+chown root "$DUMPS"
+chmod 0711 "$DUMPS"
 app_cmd "release"
 rm -f "$JOURNAL"
 start_dw --pid "$APP_PID" --when 'loh-size > 100MB' --dump-type triage --dump-dir "$DUMPS" --journal "$JOURNAL"
@@ -38,18 +55,22 @@ wait_attached
 app_cmd "loh 150"
 wait_dw 30
 [ "$DW_RC" -eq 0 ] || fail "runtime path as nobody: exit $DW_RC"
-core=$(find "$DUMPS" -name '*.core')
+core=$(find "$DUMPS" -maxdepth 1 -name '*.core')
 [ -n "$core" ] || fail "no dump"
 "$DW_CORECHECK" "$core" "$APP_PID" >/dev/null || fail "bad core"
-[ "$(stat -c '%U %a' "$core")" = "root 600" ] || fail "dump is $(stat -c '%U %a' "$core"), expected root 600"
+[ "$(stat -c '%U %a %h' "$core")" = "root 600 1" ] || fail "dump is $(stat -c '%U %a %h' "$core"), expected root 600 1"
 grep '"event":"dump"' "$JOURNAL" | grep -q '"via":"runtime"' || fail "not via the runtime"
+stage="$DUMPS/.incoming/$(id -u nobody)"
+[ "$(stat -c '%U %a' "$stage")" = "nobody 700" ] || fail "staging dir is $(stat -c '%U %a' "$stage")"
+[ "$(stat -c '%U %a' "$DUMPS/.incoming")" = "root 711" ] || fail ".incoming is $(stat -c '%U %a' "$DUMPS/.incoming")"
+[ -z "$(ls -A "$stage")" ] || fail "left in the staging directory: $(ls -A "$stage")"
 app_cmd "exit"
 wait "$APP_PID" 2>/dev/null || true
 exec 3>&-
 rm -f "$T/cmd"
 rm -rf "$DUMPS" && mkdir -p "$DUMPS"
 
-# 3. --dump-via exec on a root target: the runtime's createdump run directly.
+# 4. --dump-via exec on a root target: the runtime's createdump run directly.
 APP=$ROOT_APP
 start_app
 rm -f "$JOURNAL"
@@ -67,7 +88,7 @@ wait "$APP_PID" 2>/dev/null || true
 exec 3>&-
 rm -f "$T/cmd"
 
-# 4. A runtime in a world-writable directory: exec refused as root.
+# 5. A runtime in a world-writable directory: exec refused as root.
 src=$(dirname "$(readlink -f "$(command -v dotnet)")")
 mkdir -p "$T/dotnet/shared"
 cp -a "$src/host" "$T/dotnet/"

@@ -1,0 +1,66 @@
+/* The dump store: the directory dumps are published in, and the disk guards
+ * checked before every dump (DESIGN.md "Dump safety").
+ *
+ * A stored dump is a regular file in the store directory whose name does not
+ * start with '.', owned by us, holding an ELF core (what createdump writes);
+ * nothing else there is counted or ever deleted. Before a dump, the size it
+ * will take is estimated from the target's memory, and the dump is admitted
+ * only if, once written, the file system keeps its minimum free space and the
+ * store stays within its maximum size and count. When it would not, it is
+ * skipped, or the oldest stored dumps are deleted to make room when that is
+ * configured and enough. */
+#ifndef DUMPWATCH_STORE_H
+#define DUMPWATCH_STORE_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dumpwatch/rules.h"
+
+struct store_limits {
+	uint64_t min_free_bytes; /* free space left after the dump; 0: none */
+	double min_free_pct;     /* same, percent of the file system; 0: none */
+	uint64_t max_bytes;      /* all stored dumps together; 0: none */
+	uint32_t max_count;      /* stored dumps; 0: none */
+	int delete_oldest;       /* make room by deleting the oldest dumps */
+};
+
+/* Defaults: keep 5% of the file system free; no size or count bound. */
+#define STORE_DEFAULT_MIN_FREE_PCT 5.0
+
+struct store_entry {
+	char name[NAME_MAX + 1];
+	uint64_t bytes; /* space it takes on disk */
+	int64_t mtime_ns;
+};
+
+struct store_state {
+	uint64_t fs_bytes;           /* size of the file system (what unprivileged users get) */
+	uint64_t free_bytes;         /* available to us */
+	struct store_entry *entries; /* oldest first */
+	size_t n;
+	uint64_t stored_bytes;
+};
+
+/* Reads the store behind dirfd: file system figures and the stored dumps.
+ * 0 or -errno. */
+int store_scan(int dirfd, struct store_state *out);
+void store_state_free(struct store_state *s);
+
+/* Decides whether a dump of estimate bytes may be written. Returns 0 when it
+ * may, after deleting the *ret_n_delete oldest entries (0 unless
+ * delete_oldest); -ENOSPC with the reason in why when it may not. Pure. */
+int store_admit(const struct store_state *s, const struct store_limits *l, uint64_t estimate, size_t *ret_n_delete,
+                char *why, size_t whylen);
+
+/* The size a dump of pid of the given type is expected to take, from its
+ * memory (/proc/pid/smaps_rollup); 0 when it cannot be read. */
+uint64_t store_estimate(pid_t pid, enum dump_type type);
+
+/* Whether the file behind fd (st from fstat) is a stored dump: regular, owned
+ * by uid, an ELF core. */
+int store_is_dump(int fd, uid_t uid);
+
+#endif
