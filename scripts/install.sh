@@ -50,12 +50,13 @@ if ! { cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_IN
 fi
 
 # The rules directory is root's: whoever can write a rule decides what is
-# dumped. Dumps are written by the runtime as the user of each process, so
-# the dump directory lets anyone create a file and nobody but root list or
-# remove another's (1733); its parent only lets them through (0711).
+# dumped. The dump store is root's and only root writes it; the runtime,
+# which writes a dump as the user of each process, gets a directory of that
+# user's own below it (dumps/.incoming/UID, made by dumpwatch) and only
+# passes through the store and its parent (0711).
 install -d -m 0755 "$root/etc/dumpwatch" "$root/etc/dumpwatch/rules.d"
 install -d -m 0711 "$root/var/lib/dumpwatch"
-install -d -m 1733 "$root/var/lib/dumpwatch/dumps"
+install -d -m 0711 "$root/var/lib/dumpwatch/dumps"
 if [ "$(id -u)" -eq 0 ]; then
 	chown root:root "$root/etc/dumpwatch" "$root/etc/dumpwatch/rules.d" "$root/var/lib/dumpwatch" \
 		"$root/var/lib/dumpwatch/dumps"

@@ -2,8 +2,8 @@
 # scripts/install.sh staged under a directory: the files and modes it lays
 # down; the daemon started exactly as the systemd unit's ExecStart says (paths
 # moved under the stage) guards a process of another user, whose runtime writes
-# the dump into the 1733 dump directory through its 0711 parent (then handed
-# to root, mode 0600); SIGTERM ends it cleanly; scripts/uninstall.sh keeps
+# the dump into its own staging directory below the 0711 store (then linked
+# into the store as root's, mode 0600); SIGTERM ends it cleanly; scripts/uninstall.sh keeps
 # rules and data unless --purge.
 source "$(dirname "$0")/lib.sh"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,7 +20,7 @@ mode() { stat -c '%a %U' "$1"; }
 [ -f "$R/usr/local/share/dumpwatch/examples/dumpwatch-rules.schema.json" ] || fail "schema not installed"
 [ "$(mode "$R/etc/dumpwatch/rules.d")" = "755 root" ] || fail "rules.d: $(mode "$R/etc/dumpwatch/rules.d")"
 [ "$(mode "$R/var/lib/dumpwatch")" = "711 root" ] || fail "state dir: $(mode "$R/var/lib/dumpwatch")"
-[ "$(mode "$R/var/lib/dumpwatch/dumps")" = "1733 root" ] || fail "dump dir: $(mode "$R/var/lib/dumpwatch/dumps")"
+[ "$(mode "$R/var/lib/dumpwatch/dumps")" = "711 root" ] || fail "dump dir: $(mode "$R/var/lib/dumpwatch/dumps")"
 [ -f "$R/etc/dumpwatch/rules.d/loh-balloon.json" ] || fail "--example not copied"
 grep -q "loh-balloon.json: 1 rule OK" "$T/install.out" || fail "install.sh did not check the rules"
 grep -q "^ExecStart=/usr/local/sbin/dumpwatch --rules-dir" "$UNIT" || fail "ExecStart does not name the installed binary"
