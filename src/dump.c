@@ -193,7 +193,10 @@ static int path_is_root_safe(const char *path, char *err, size_t errlen)
 			snprintf(err, errlen, "refusing to execute %s as root: %s is a symbolic link", path, buf);
 			return -EPERM;
 		}
-		if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		/* A root-owned sticky directory (/tmp) lets no one else rename
+		 * or remove what root put in it. */
+		int sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX);
+		if (st.st_uid != 0 || ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky_dir)) {
 			snprintf(err, errlen,
 			         "refusing to execute %s as root: %s is owned by uid %u or writable by group/others "
 			         "(mode %04o); use the runtime's dump command (--dump-via runtime) instead",

@@ -154,3 +154,16 @@ stop_guard() {
 	kill -TERM "$DW_PID"
 	wait_dw "${1:-15}"
 }
+
+# copy_runtime DIR: a private copy of the machine's .NET runtime (host and
+# Microsoft.NETCore.App) in DIR, for a target started with DOTNET_ROOT=DIR
+# whose createdump a test replaces or whose directories it opens up; sets
+# RUNTIME_DIR to the copied framework's version directory.
+copy_runtime() {
+	local src
+	src=$(dirname "$(readlink -f "$(command -v dotnet)")")
+	mkdir -p "$1/shared"
+	cp -a "$src/host" "$1/"
+	cp -a "$src/shared/Microsoft.NETCore.App" "$1/shared/"
+	RUNTIME_DIR=$(dirname "$(find "$1/shared/Microsoft.NETCore.App" -name libcoreclr.so | head -1)")
+}

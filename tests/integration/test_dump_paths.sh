@@ -89,10 +89,7 @@ exec 3>&-
 rm -f "$T/cmd"
 
 # 5. A runtime in a world-writable directory: exec refused as root.
-src=$(dirname "$(readlink -f "$(command -v dotnet)")")
-mkdir -p "$T/dotnet/shared"
-cp -a "$src/host" "$T/dotnet/"
-cp -a "$src/shared/Microsoft.NETCore.App" "$T/dotnet/shared/"
+copy_runtime "$T/dotnet"
 chmod 0777 "$T/dotnet"
 start_app env DOTNET_ROOT="$T/dotnet"
 grep -q "$T/dotnet/shared/Microsoft.NETCore.App/.*/libcoreclr.so" "/proc/$APP_PID/maps" ||
