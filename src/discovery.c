@@ -21,12 +21,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define SOCK_PREFIX "dotnet-diagnostic-"
@@ -962,4 +964,42 @@ int discovery_print_ps(FILE *out, int json)
 	free(pi);
 	free(v);
 	return (int)(n > INT32_MAX ? INT32_MAX : n);
+}
+
+int discovery_exited(pid_t pid, unsigned long long starttime)
+{
+	char path[64], buf[1024], comm[64];
+	unsigned long long st = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = '\0';
+	if (dn_parse_stat(buf, (size_t)n, comm, sizeof(comm), &st) < 0)
+		return 0;
+	if (starttime && st != starttime)
+		return 1; /* the pid was reused */
+	const char *close_paren = strrchr(buf, ')');
+	char state = close_paren && close_paren[1] == ' ' ? close_paren[2] : '?';
+	return state == 'Z' || state == 'X' || state == 'x';
+}
+
+int discovery_wait_exited(pid_t pid, unsigned long long starttime, int timeout_ms)
+{
+	if (discovery_exited(pid, starttime))
+		return 1;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return discovery_exited(pid, starttime);
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	int r = poll(&pfd, 1, timeout_ms);
+	close(fd);
+	return r > 0 || discovery_exited(pid, starttime);
 }

@@ -444,7 +444,7 @@ static void attach(struct proc *p)
 	if (r < 0) {
 		session_free(p->session);
 		p->session = NULL;
-		if (kill(p->t.pid, 0) < 0 && errno == ESRCH) {
+		if (discovery_exited(p->t.pid, p->t.starttime)) {
 			p->gone = 1;
 			return;
 		}
@@ -669,7 +669,7 @@ static void rescan(struct guard *g)
 	 * leave through their pidfd. */
 	for (size_t i = 0; i < g->n_procs;) {
 		struct proc *p = g->procs[i];
-		if (!p->seen_scan && !p->attached && !p->job && kill(p->t.pid, 0) < 0 && errno == ESRCH) {
+		if (!p->seen_scan && !p->attached && !p->job && discovery_exited(p->t.pid, p->t.starttime)) {
 			proc_remove(g, p, "exited");
 			continue;
 		}
@@ -907,10 +907,12 @@ static void on_stream(struct loop *l, int fd, uint32_t events, void *ctx)
 	if (r == 0)
 		return;
 	loop_del(l, fd);
-	if (r == 1 || (kill(p->t.pid, 0) < 0 && errno == ESRCH)) {
+	/* A stream cut off mid-block is most often a process killed: its
+	 * exit completes a moment after its sockets close. */
+	if (r == 1 || discovery_wait_exited(p->t.pid, p->t.starttime, 200)) {
 		/* The runtime ends the stream when the process exits; the
 		 * pidfd says so too and removes it. */
-		p->gone = kill(p->t.pid, 0) < 0 && errno == ESRCH;
+		p->gone = discovery_exited(p->t.pid, p->t.starttime);
 		if (!p->gone && !g->stopping) {
 			/* Someone else ended our session: attach again later. */
 			session_free(p->session);
@@ -984,7 +986,7 @@ static void on_timer(struct loop *l, void *ctx)
 		struct proc *p = g->procs[i];
 		if (p->retry_ns && now >= p->retry_ns && !p->job) {
 			p->retry_ns = 0;
-			if (kill(p->t.pid, 0) < 0 && errno == ESRCH) {
+			if (discovery_exited(p->t.pid, p->t.starttime)) {
 				proc_remove(g, p, "exited");
 				i--;
 				continue;

@@ -230,7 +230,8 @@ static void on_stream(struct loop *l, int fd, uint32_t events, void *ctx)
 		target_ended(w, "exited");
 		return;
 	}
-	if (!w->target_gone && kill(session_target(w->session)->pid, 0) < 0 && errno == ESRCH) {
+	const struct dn_target *t = session_target(w->session);
+	if (!w->target_gone && discovery_wait_exited(t->pid, t->starttime, 200)) {
 		target_ended(w, "exited");
 		return;
 	}

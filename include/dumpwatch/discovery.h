@@ -62,6 +62,15 @@ int discovery_print_ps(FILE *out, int json);
  * the daemon's inotify watches. 0 or -errno. */
 int discovery_socket_dir(pid_t pid, char *out, size_t outlen);
 
+/* Whether the process (pid, starttime) has exited: no such pid, a zombie
+ * waiting for its parent, or the pid reused by another process (starttime
+ * 0: not compared). A process that cannot be read is taken as alive. */
+int discovery_exited(pid_t pid, unsigned long long starttime);
+
+/* discovery_exited, waiting up to timeout_ms for an exit under way (a stream
+ * cut off by a dying process ends before the process is a zombie). */
+int discovery_wait_exited(pid_t pid, unsigned long long starttime, int timeout_ms);
+
 /* Whether name is a diagnostics socket name ("dotnet-diagnostic-{pid}-{key}-socket"). */
 int discovery_is_socket_name(const char *name);
 

@@ -446,6 +446,42 @@ static void test_find_child(void)
 	remove_all(dir);
 }
 
+/* Exited means gone, a zombie, or the pid now someone else's. */
+static void test_exited(void)
+{
+	char buf[1024];
+	unsigned long long self_start = 0;
+	int fd = open("/proc/self/stat", O_RDONLY);
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+	close(fd);
+	CHECK(n > 0);
+	buf[n > 0 ? n : 0] = '\0';
+	CHECK(dn_parse_stat(buf, (size_t)(n > 0 ? n : 0), NULL, 0, &self_start) == 0);
+	CHECK(discovery_exited(getpid(), self_start) == 0);
+	CHECK(discovery_exited(getpid(), 0) == 0);
+	CHECK(discovery_exited(getpid(), self_start + 1) == 1);
+
+	pid_t child = fork();
+	if (child == 0)
+		_exit(0);
+	/* Not reaped yet: a zombie, which has exited all the same. */
+	CHECK(discovery_wait_exited(child, 0, 2000) == 1);
+	CHECK(discovery_exited(child, 0) == 1);
+	waitpid(child, NULL, 0);
+	CHECK(discovery_exited(child, 0) == 1);
+
+	child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	CHECK(discovery_wait_exited(child, 0, 50) == 0);
+	kill(child, SIGKILL);
+	CHECK(discovery_wait_exited(child, 0, 2000) == 1);
+	waitpid(child, NULL, 0);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/dw-test-discovery-XXXXXX");
@@ -462,6 +498,7 @@ int main(void)
 	test_json();
 	test_truncate_sanitize();
 	test_find_child();
+	test_exited();
 	remove_all(tmpdir);
 	return check_done();
 }
