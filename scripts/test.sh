@@ -3,8 +3,33 @@
 # integration tests against real .NET processes and the real createdump.
 # Integration tests need permission to attach to the processes they start
 # (same user, or root) and write dumps under the build directory.
+#
+#   scripts/test.sh [CTEST ARGS...]             build/ , the whole suite
+#   scripts/test.sh --sanitize [CTEST ARGS...]  build-asan/: the same suite with
+#                                               dumpwatch and the unit tests built
+#                                               with AddressSanitizer + UBSan
+#   scripts/test.sh --all                       both, then valgrind memcheck on the
+#                                               unit tests and a short fuzzing pass
+#                                               (what CI runs)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+if [ "${1:-}" = "--all" ]; then
+	shift
+	"$here/scripts/test.sh" "$@"
+	"$here/scripts/test.sh" --sanitize "$@"
+	BUILD_DIR=$here/build "$here/scripts/memcheck.sh"
+	if [ -x "$here/scripts/fuzz.sh" ]; then "$here/scripts/fuzz.sh" --ci; fi
+	exit 0
+fi
+if [ "${1:-}" = "--sanitize" ]; then
+	shift
+	export BUILD_DIR=${BUILD_DIR:-$here/build-asan}
+	CMAKE_ARGS="-DDUMPWATCH_SANITIZE=ON ${CMAKE_ARGS:-}"
+	# Any report fails the test that triggered it: a leak at exit, any
+	# undefined behaviour, a use after free.
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:exitcode=86}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=87}
+fi
 export BUILD_DIR=${BUILD_DIR:-$here/build}
 CMAKE_ARGS="-DDUMPWATCH_WERROR=ON ${CMAKE_ARGS:-}" "$here/scripts/build.sh"
 cd "$BUILD_DIR"

@@ -29,6 +29,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SOCK_PREFIX "dotnet-diagnostic-"
@@ -996,8 +997,16 @@ int discovery_wait_exited(pid_t pid, unsigned long long starttime, int timeout_m
 	if (discovery_exited(pid, starttime))
 		return 1;
 	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		/* No pidfd (an old kernel, or valgrind): look every 10 ms. */
+		for (int waited = 0; waited < timeout_ms; waited += 10) {
+			struct timespec ts = {0, 10 * 1000000L};
+			nanosleep(&ts, NULL);
+			if (discovery_exited(pid, starttime))
+				return 1;
+		}
 		return discovery_exited(pid, starttime);
+	}
 	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	int r = poll(&pfd, 1, timeout_ms);
 	close(fd);
