@@ -131,10 +131,13 @@ wait_tagged_done() {
 RULES="$T/rules.d"
 mkdir -p "$RULES"
 start_guard() {
+	local before
+	before=$(grep -c 'guarding' "$T/dw.out" 2>/dev/null || true)
 	"$DUMPWATCH" -v --rules-dir "$RULES" --dump-dir "$DUMPS" --journal "$JOURNAL" "$@" >>"$T/dw.out" 2>&1 &
 	DW_PID=$!
 	PIDS+=("$DW_PID")
-	wait_for "grep -q 'guarding' '$T/dw.out'" 15 || fail "dumpwatch --rules-dir did not start"
+	# dw.out is appended to: wait for this start's line, not an earlier one.
+	wait_for "[ \$(grep -c 'guarding' '$T/dw.out') -gt ${before:-0} ]" 15 || fail "dumpwatch --rules-dir did not start"
 }
 
 # wait_journal EVENT COUNT SECONDS [FILTER]: until the journal has COUNT records of

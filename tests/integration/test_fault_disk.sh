@@ -27,12 +27,6 @@ cat >"$RULES/r.json" <<JSON
   { "name": "small-triage", "process": { "cmdline": "*--tag small$$" }, "when": "loh-size > 100MB",
     "dump": { "type": "triage" }, "limits": { "max-dumps": 20, "cooldown": "3s" } } ] }
 JSON
-guard() {
-	"$DUMPWATCH" -v --rules-dir "$RULES" --dump-dir "$SMALL" --journal "$JOURNAL" "$@" >>"$T/dw.out" 2>&1 &
-	DW_PID=$!
-	PIDS+=("$DW_PID")
-	wait_for "grep -q 'guarding' '$T/dw.out'" 15 || fail "guard did not start"
-}
 # spike TAG MB: holds MB of LOH until the next release.
 spike() { tagged_cmd "$1" "loh $2"; }
 release() {
@@ -41,7 +35,7 @@ release() {
 }
 
 # 1. No minimum: createdump runs out of space mid-write.
-guard --min-free 0
+start_guard --min-free 0
 spike "big$$" 300
 wait_journal dump-failed 1 60 "big-heap" || fail "full file system: no failure journaled"
 release "big$$"
@@ -51,7 +45,7 @@ grep '"event":"dump-failed"' "$JOURNAL" | grep -q '"error":' || fail "no reason"
 [ "$(used_kb)" -lt 1024 ] || fail "space not given back: $(used_kb) KB used"
 
 # 2. The default minimum free space: skipped before it starts.
-guard
+start_guard
 spike "big$$" 300
 wait_journal dump-skipped 1 30 "big-heap" || fail "not skipped"
 release "big$$"
@@ -62,7 +56,7 @@ grep -q "for rule big-heap skipped: the dump (estimated" "$T/dw.out" || fail "no
 stop_guard
 
 # 3. At most two stored dumps, the oldest deleted to make room.
-guard --store-max-count 2 --store-full delete-oldest
+start_guard --store-max-count 2 --store-full delete-oldest
 for i in 1 2 3; do
 	spike "small$$" 150
 	wait_journal dump "$i" 30 "small-triage" || fail "triage dump $i not taken"
@@ -75,7 +69,7 @@ grep '"event":"dump-deleted"' "$JOURNAL" | jq -r .deleted | grep -qxF "$first" |
 stop_guard
 
 # 4. Same limit, skip: nothing deleted, the dump skipped.
-guard --store-max-count 2
+start_guard --store-max-count 2
 spike "small$$" 150
 wait_journal dump-skipped 2 30 || fail "over the count: not skipped"
 release "small$$"
