@@ -895,6 +895,24 @@ static void on_dump_ready(struct loop *l, int fd, uint32_t events, void *ctx)
 	arm_timer(g);
 }
 
+/* The session of p failed (err says how; its descriptor is out of the loop):
+ * journal it and attach again later, backing off. */
+static void session_broke(struct proc *p, const char *err)
+{
+	struct guard *g = p->g;
+
+	session_free(p->session);
+	p->session = NULL;
+	p->attached = 0;
+	p->backoff_ns = p->backoff_ns ? p->backoff_ns * 2 : GUARD_RETRY_MIN_NS;
+	if (p->backoff_ns > GUARD_RETRY_MAX_NS)
+		p->backoff_ns = GUARD_RETRY_MAX_NS;
+	p->retry_ns = loop_now() + p->backoff_ns;
+	journal_error(g, "session-failed", proc_json(p), err);
+	log_error("%s; attaching again in %lld s", err, (long long)(p->backoff_ns / 1000000000LL));
+	arm_timer(g);
+}
+
 static void on_stream(struct loop *l, int fd, uint32_t events, void *ctx)
 {
 	struct proc *p = ctx;
@@ -926,16 +944,7 @@ static void on_stream(struct loop *l, int fd, uint32_t events, void *ctx)
 		}
 		return;
 	}
-	session_free(p->session);
-	p->session = NULL;
-	p->attached = 0;
-	p->backoff_ns = p->backoff_ns ? p->backoff_ns * 2 : GUARD_RETRY_MIN_NS;
-	if (p->backoff_ns > GUARD_RETRY_MAX_NS)
-		p->backoff_ns = GUARD_RETRY_MAX_NS;
-	p->retry_ns = loop_now() + p->backoff_ns;
-	journal_error(g, "session-failed", proc_json(p), err);
-	log_error("%s; attaching again in %lld s", err, (long long)(p->backoff_ns / 1000000000LL));
-	arm_timer(g);
+	session_broke(p, err);
 }
 
 static void on_pidfd(struct loop *l, int fd, uint32_t events, void *ctx)
@@ -997,6 +1006,14 @@ static void on_timer(struct loop *l, void *ctx)
 				i--;
 				continue;
 			}
+		}
+		/* A stream stuck inside a block; not while a dump freezes
+		 * the process on purpose. */
+		char err[512];
+		if (p->attached && !p->job && session_stalled(p->session, now, SESSION_STALL_NS, err, sizeof(err))) {
+			loop_del(g->loop, session_fd(p->session));
+			session_broke(p, err);
+			continue;
 		}
 		evaluate(p, now);
 	}

@@ -1279,3 +1279,10 @@ int64_t nettrace_qpc_to_ns(const struct nettrace_info *info, int64_t qpc)
 		return INT64_MIN;
 	return (int64_t)ns;
 }
+
+int nettrace_mid_object(const nettrace_parser *p)
+{
+	if (p->err || p->state == ST_DONE || p->off == 0)
+		return 0;
+	return p->state != ST_TAG || p->have > 0;
+}

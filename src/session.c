@@ -202,6 +202,7 @@ int session_start(struct session *s, const struct session_subscription *sub, cha
 		return r;
 	fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
 	s->started = 1;
+	s->read_ns = loop_now();
 	return 0;
 }
 
@@ -306,6 +307,18 @@ struct metrics *session_metrics(struct session *s)
 uint64_t session_bytes(const struct session *s)
 {
 	return s->bytes;
+}
+
+int session_stalled(const struct session *s, int64_t now_ns, int64_t limit_ns, char *err, size_t errlen)
+{
+	if (!s->started || !nettrace_mid_object(s->parser) || now_ns - s->read_ns < limit_ns)
+		return 0;
+	snprintf(err, errlen,
+	         "event stream of pid %d stalled: nothing for %.0f s in the middle of a block (offset %llu); "
+	         "ending the session",
+	         (int)s->target.pid, (double)(now_ns - s->read_ns) / 1e9,
+	         (unsigned long long)nettrace_offset(s->parser));
+	return 1;
 }
 
 int64_t session_read_ns(const struct session *s)

@@ -166,11 +166,22 @@ static void evaluate(struct watcher *w, int64_t now)
 
 static void arm_timer(struct watcher *w);
 
+static void stream_failed(struct watcher *w, const char *err);
+
 static void on_timer(struct loop *l, void *ctx)
 {
 	struct watcher *w = ctx;
-	(void)l;
-	evaluate(w, loop_now());
+	char err[512];
+	int64_t now = loop_now();
+
+	/* A stream stuck inside a block; not while a dump freezes the process
+	 * on purpose. */
+	if (!w->job && !w->stream_ended && session_stalled(w->session, now, SESSION_STALL_NS, err, sizeof(err))) {
+		loop_del(l, session_fd(w->session));
+		w->stream_ended = 1;
+		stream_failed(w, err);
+	}
+	evaluate(w, now);
 	arm_timer(w);
 }
 
@@ -235,6 +246,11 @@ static void on_stream(struct loop *l, int fd, uint32_t events, void *ctx)
 		target_ended(w, "exited");
 		return;
 	}
+	stream_failed(w, err);
+}
+
+static void stream_failed(struct watcher *w, const char *err)
+{
 	struct json_object *rec = target_json(w);
 	json_object_object_add(rec, "error", json_object_new_string(err));
 	journal_write(w->journal, "session-failed", rec);

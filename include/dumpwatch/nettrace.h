@@ -123,6 +123,12 @@ uint64_t nettrace_offset(const nettrace_parser *p);
 /* Events of EventBlocks seen so far (metadata records are not counted). */
 uint64_t nettrace_event_count(const nettrace_parser *p);
 
+/* Whether the stream has stopped inside the header or an object (a block
+ * begun and not finished). Between blocks a runtime with nothing to say is
+ * idle; inside one, it writes the rest at once, so waiting there means it is
+ * stuck. */
+int nettrace_mid_object(const nettrace_parser *p);
+
 /* Converts an event timestamp to nanoseconds on the trace's QPC clock (on Linux
  * the runtime's QPC is CLOCK_MONOTONIC, frequency 1e9). */
 int64_t nettrace_qpc_to_ns(const struct nettrace_info *info, int64_t qpc);

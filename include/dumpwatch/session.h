@@ -78,4 +78,12 @@ uint64_t session_events(const struct session *s);
 /* CLOCK_MONOTONIC time of the read whose bytes are being parsed. */
 int64_t session_read_ns(const struct session *s);
 
+/* Whether the stream has been stuck inside a block (nettrace_mid_object) for
+ * limit_ns or more: 1 with a sentence in err, else 0. The caller does not ask
+ * while the process is frozen on purpose (a dump in progress). */
+int session_stalled(const struct session *s, int64_t now_ns, int64_t limit_ns, char *err, size_t errlen);
+
+/* How long a stream may stay stuck inside a block. */
+#define SESSION_STALL_NS (10LL * 1000000000)
+
 #endif

@@ -1660,8 +1660,41 @@ static void test_sticky(void)
 	b_free(&b);
 }
 
+/* Stopped inside the header or a block, or between blocks: fed one byte at a
+ * time, the parser is between objects exactly at the block boundaries, never
+ * before the first byte nor after the end. */
+static void test_mid_object(void)
+{
+	size_t len = 0, between = 0;
+	uint8_t *data = load("gc-alloc-counters.nettrace", &len);
+	nettrace_parser *p = nettrace_new(NULL, NULL);
+
+	CHECK(data && p);
+	if (!data || !p) {
+		free(data);
+		nettrace_free(p);
+		return;
+	}
+	CHECK(nettrace_mid_object(p) == 0);
+	nettrace_feed(p, data, 10);
+	CHECK(nettrace_mid_object(p) == 1); /* inside the header */
+	nettrace_feed(p, data + 10, len / 2 - 10);
+	for (size_t i = len / 2; i + 1 < len; i++) {
+		CHECK(nettrace_feed(p, data + i, 1) == 0);
+		between += !nettrace_mid_object(p);
+	}
+	/* Only the closing NullReference tag is left: between objects. */
+	CHECK(nettrace_mid_object(p) == 0);
+	CHECK(between > 1 && between < len / 1000);
+	CHECK(nettrace_feed(p, data + len - 1, 1) == 0 && nettrace_finish(p) == 0);
+	CHECK(nettrace_mid_object(p) == 0);
+	nettrace_free(p);
+	free(data);
+}
+
 int main(void)
 {
+	test_mid_object();
 	/* Pinned from the recorded traces (.NET 10.0.12). The event digests
 	 * were cross-checked with an independent, non-streaming reader written
 	 * from NetTraceFormat_v5.md (same FNV-1a over the same fields). */
