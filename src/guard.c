@@ -928,9 +928,10 @@ static void on_stream(struct loop *l, int fd, uint32_t events, void *ctx)
 	/* A stream cut off mid-block is most often a process killed: its
 	 * exit completes a moment after its sockets close. */
 	if (r == 1 || discovery_wait_exited(p->t.pid, p->t.starttime, 200)) {
-		/* The runtime ends the stream when the process exits; the
-		 * pidfd says so too and removes it. */
-		p->gone = discovery_exited(p->t.pid, p->t.starttime);
+		/* The runtime ends the stream as the process shuts down, a
+		 * moment before it is gone; the pidfd says so too and removes
+		 * it. */
+		p->gone = discovery_wait_exited(p->t.pid, p->t.starttime, 500);
 		if (!p->gone && !g->stopping) {
 			/* Someone else ended our session: attach again later. */
 			session_free(p->session);
