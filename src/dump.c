@@ -711,11 +711,25 @@ static void fill_result(struct dump_job *job, struct dump_result *res, uint64_t 
 	res->via = job->via_exec ? "exec" : "runtime";
 }
 
+/* Closes what publishing opened; on failure (r < 0) nothing is left behind,
+ * on success res is filled. */
+static int publish_end(struct dump_job *job, struct dump_result *res, int fd, int r, uint64_t bytes)
+{
+	if (fd >= 0)
+		close(fd);
+	if (r < 0) {
+		remove_tmp(job);
+		return r;
+	}
+	fill_result(job, res, bytes);
+	return 0;
+}
+
 /* A dump written in the store itself (by us, root's runtime, or a runtime of
  * our own user): secure it and rename it to its final name. */
 static int publish_in_place(struct dump_job *job, struct dump_result *res, char *err, size_t errlen)
 {
-	struct stat st;
+	struct stat st = {0};
 	int fd = openat(job->store_fd, job->tmp_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	int r = 0;
 
@@ -733,14 +747,7 @@ static int publish_in_place(struct dump_job *job, struct dump_result *res, char 
 		r = -errno;
 		snprintf(err, errlen, "cannot publish %s: %s", job->final_path, strerror(-r));
 	}
-	if (fd >= 0)
-		close(fd);
-	if (r < 0) {
-		remove_tmp(job);
-		return r;
-	}
-	fill_result(job, res, (uint64_t)st.st_size);
-	return 0;
+	return publish_end(job, res, fd, r, (uint64_t)st.st_size);
 }
 
 /* A dump written by the target's user in its staging directory. That user
@@ -750,7 +757,7 @@ static int publish_in_place(struct dump_job *job, struct dump_result *res, char 
  * the staging directory points to by then. */
 static int publish_staged(struct dump_job *job, struct dump_result *res, char *err, size_t errlen)
 {
-	struct stat st;
+	struct stat st = {0};
 	int fd = openat(job->stage_fd, job->tmp_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	int r = 0;
 
@@ -782,14 +789,7 @@ static int publish_staged(struct dump_job *job, struct dump_result *res, char *e
 			r = -EPERM;
 		}
 	}
-	if (fd >= 0)
-		close(fd);
-	if (r < 0) {
-		remove_tmp(job);
-		return r;
-	}
-	fill_result(job, res, (uint64_t)st.st_size);
-	return 0;
+	return publish_end(job, res, fd, r, (uint64_t)st.st_size);
 }
 
 static int publish(struct dump_job *job, struct dump_result *res, char *err, size_t errlen)
