@@ -920,8 +920,13 @@ int discovery_print_ps(FILE *out, int json)
 		const struct dn_target *t = &v[i];
 		const struct ipc_endpoint ep = discovery_endpoint(t);
 		char err[256], name[256], cmd[4096];
-		/* A runtime that does not answer in time is still listed. */
-		int ok = ipc_process_info(&ep, PS_TIMEOUT_MS, pi, err, sizeof(err)) == 0;
+		/* A runtime that does not answer in time is still listed; a
+		 * socket someone else serves under its name is not a runtime. */
+		int rc = ipc_process_info(&ep, PS_TIMEOUT_MS, pi, err, sizeof(err)), ok = rc == 0;
+		if (rc == -EPERM) {
+			fprintf(stderr, "dumpwatch: warning: pid %d: %s\n", (int)t->pid, err);
+			continue;
+		}
 
 		discovery_process_name(t, ok ? pi->entry_assembly : NULL, name, sizeof(name));
 		if (ok && pi->command_line[0])

@@ -48,6 +48,11 @@ echo "$out" | grep -q "refusing $sock: it is served by pid $PLANTER uid $(id -u 
 [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "expected one line, got: $out"
 if grep -v "^ready" "$T/planter.log" | grep -qv "^connection 0 bytes"; then fail "bytes reached the planter: $(cat "$T/planter.log")"; fi
 
+# `ps` does not list it as a .NET process, and says why on stderr.
+"$DUMPWATCH" ps >"$T/ps.out" 2>"$T/ps.err" || true
+grep -q "^$VICTIM " "$T/ps.out" && fail "ps lists the planted socket's pid: $(cat "$T/ps.out")"
+grep -q "pid $VICTIM: .*refusing $sock" "$T/ps.err" || fail "ps gave no warning: $(cat "$T/ps.err")"
+
 # Guard mode: a rule that matches every process; the planted one is refused
 # and logged, the real one is attached and dumped.
 start_tagged "real$$"
