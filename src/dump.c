@@ -641,7 +641,11 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	if (r < 0)
 		goto fail;
 
-	if (via == DUMP_VIA_RUNTIME && geteuid() == 0 && req->uid != 0) {
+	/* The store of the user who ran sudo, dumping that user's process:
+	 * its runtime writes there directly. */
+	struct stat store_st;
+	int users_own_store = fstat(job->store_fd, &store_st) == 0 && store_st.st_uid == req->uid;
+	if (via == DUMP_VIA_RUNTIME && geteuid() == 0 && req->uid != 0 && !users_own_store) {
 		r = open_staging(job, err, errlen);
 		if (r < 0)
 			goto fail;

@@ -44,6 +44,24 @@ grep -q "dump directory $DUMPS is owned by uid $(id -u nobody) with mode 0700: d
 	"$T/dw.out" || fail "no message about the store's owner"
 [ -z "$(ls -A "$DUMPS")" ] || fail "something was left in the dump directory: $(ls -A "$DUMPS")"
 
+# 2b. The same store, when it belongs to the user who ran sudo (SUDO_UID):
+# `sudo dumpwatch PID MB` from that user's own directory. The runtime writes
+# there as that user; the dump is published root-owned 0600.
+app_cmd "release"
+rm -f "$JOURNAL"
+export SUDO_UID=$(id -u nobody)
+start_dw --pid "$APP_PID" --when 'loh-size > 100MB' --dump-type triage --dump-dir "$DUMPS" --journal "$JOURNAL"
+unset SUDO_UID
+wait_attached
+app_cmd "loh 150"
+wait_dw 30
+[ "$DW_RC" -eq 0 ] || fail "sudo user's own store: exit $DW_RC"
+core=$(find "$DUMPS" -maxdepth 1 -name '*.core')
+[ -n "$core" ] && [ "$(stat -c '%U %a' "$core")" = "root 600" ] || fail "sudo user's store: dump is $(stat -c '%U %a' "$core" 2>&1)"
+"$DW_CORECHECK" "$core" "$APP_PID" >/dev/null || fail "bad core in the sudo user's store"
+[ "$(count_partials)" -eq 0 ] && [ ! -e "$DUMPS/.incoming" ] || fail "left behind: $(ls -A "$DUMPS")"
+rm -f "$core"
+
 # 3. Root-owned 0711 store: the runtime writes as nobody in its staging
 # directory; the dump is published root-owned 0600.
 chown root "$DUMPS"
