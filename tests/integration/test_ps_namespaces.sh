@@ -26,9 +26,15 @@ exec 5<>"$T/cmd3"
 mkdir -m 0777 "$T/nstmp"
 unshare --fork --pid --mount --mount-proc sh -c 'mount -t tmpfs tmpfs "$1" && TMPDIR="$1" exec "$0"' "$APP" \
 	"$T/nstmp" <"$T/cmd3" >"$T/app3.out" 2>&1 &
-PIDS+=("$!")
+UNSHARE=$!
+PIDS+=("$UNSHARE")
 wait_for "grep -q ready '$T/app3.out'" 10 || fail "namespaced MemSpike did not start"
-CONTAINED=$(pgrep -f "^$APP" -P "$(pgrep -P $! | head -1)" || pgrep -n -f "^$APP")
+# unshare's child (the shell that exec'd MemSpike): pid 1 of its namespace.
+CONTAINED=""
+for p in $(pgrep -P "$UNSHARE"); do
+	grep -qE '^NSpid:.*[[:space:]]1$' "/proc/$p/status" 2>/dev/null && CONTAINED=$p
+done
+[ -n "$CONTAINED" ] || fail "the namespaced MemSpike was not found"
 PIDS+=("$CONTAINED")
 grep -q 'ready pid=1 ' "$T/app3.out" || fail "not pid 1 in its namespace: $(cat "$T/app3.out")"
 [ -z "$(ls -A "$T/nstmp")" ] || fail "the namespaced socket directory is visible from here"
