@@ -464,7 +464,14 @@ static void scan(struct view *v)
 		char name[256], err[512];
 		const struct ipc_endpoint ep = discovery_endpoint(t);
 		memset(&info, 0, sizeof(info));
-		if (ipc_process_info(&ep, INFO_TIMEOUT_MS, &info, err, sizeof(err)) < 0) {
+		int r = ipc_process_info(&ep, INFO_TIMEOUT_MS, &info, err, sizeof(err));
+		if (r == -EPERM) {
+			/* Someone else serves this socket: said once, never asked again. */
+			log_warn("pid %d: %s", (int)t->pid, err);
+			skip(v, t);
+			continue;
+		}
+		if (r < 0) {
 			/* A runtime still starting answers later: try again next scan. */
 			continue;
 		}

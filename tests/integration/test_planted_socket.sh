@@ -53,6 +53,12 @@ if grep -v "^ready" "$T/planter.log" | grep -qv "^connection 0 bytes"; then fail
 grep -q "^$VICTIM " "$T/ps.out" && fail "ps lists the planted socket's pid: $(cat "$T/ps.out")"
 grep -q "pid $VICTIM: .*refusing $sock" "$T/ps.err" || fail "ps gave no warning: $(cat "$T/ps.err")"
 
+# `counters --name` looks at every .NET process: the planted one is refused
+# once, not asked again at every scan.
+"$DUMPWATCH" counters --name 'nothing-matches*' --duration 2s --format json >/dev/null 2>"$T/views.err" || true
+[ "$(grep -c "pid $VICTIM: .*refusing $sock" "$T/views.err")" -eq 1 ] ||
+	fail "counters --name: expected one refusal line: $(cat "$T/views.err")"
+
 # Guard mode: a rule that matches every process; the planted one is refused
 # and logged, the real one is attached and dumped.
 start_tagged "real$$"
