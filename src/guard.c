@@ -88,10 +88,11 @@ struct proc {
 	int attached;
 	struct session_subscription sub;
 	int pidfd;
-	int gone;         /* the process exited */
-	int refused;      /* its socket is served by someone else: never attached */
-	int seen_scan;    /* found by the current full scan */
-	int64_t retry_ns; /* attach failed: next attempt; 0: none */
+	int gone;          /* the process exited */
+	int refused;       /* its socket is served by someone else: never attached */
+	int ever_attached; /* an attach record was written: its detach will be too */
+	int seen_scan;     /* found by the current full scan */
+	int64_t retry_ns;  /* attach failed: next attempt; 0: none */
 	int64_t backoff_ns;
 	struct dump_job *job;
 	size_t job_rule;
@@ -463,6 +464,7 @@ static void attach(struct proc *p)
 	p->retry_ns = 0;
 	p->backoff_ns = 0;
 	p->attached = 1;
+	p->ever_attached = 1;
 	p->sub = sub;
 	p->verbose.start_ns = loop_now();
 	loop_add(g->loop, session_fd(p->session), EPOLLIN, on_stream, p);
@@ -569,7 +571,9 @@ static void proc_free(struct guard *g, struct proc *p)
 
 static void proc_remove(struct guard *g, struct proc *p, const char *why)
 {
-	if (p->attached || p->n_rules > 0) {
+	/* Detach records pair with attach records; a process whose every
+	 * attach failed has its attach-failed records instead. */
+	if (p->attached || p->ever_attached) {
 		struct json_object *rec = proc_json(p);
 		json_object_object_add(rec, "reason", json_object_new_string(why));
 		json_object_object_add(rec, "dumps", json_object_new_int((int)p->dumps));
