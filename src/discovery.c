@@ -302,11 +302,35 @@ static int ts_cmp(struct timespec a, struct timespec b)
 	return 0;
 }
 
+/* When a process with this starttime (clock ticks after boot, field 22 of
+ * /proc/pid/stat) started, in seconds since the epoch; 0 when unknown. */
+static time_t start_wall(unsigned long long starttime)
+{
+	static time_t btime;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (!btime) {
+		char line[256];
+		FILE *f = fopen("/proc/stat", "re");
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "btime %ld", &btime) == 1)
+				break;
+		if (f)
+			fclose(f);
+	}
+	if (!btime || hz <= 0 || !starttime)
+		return 0;
+	return btime + (time_t)(starttime / (unsigned long long)hz);
+}
+
 /* The socket of nspid in a listing: key == starttime first, else newest
- * mtime (on a tie the larger key, i.e. the later start). */
+ * mtime (on a tie the larger key, i.e. the later start). A socket made
+ * before the process started is a stale one of an earlier process that had
+ * the same pid (killed before it could remove it), never this one's. */
 static const struct sock_entry *listing_pick(const struct dir_listing *l, pid_t nspid, unsigned long long starttime)
 {
 	const struct sock_entry *best = NULL;
+	time_t started = start_wall(starttime);
 
 	for (size_t i = 0; i < l->n; i++) {
 		const struct sock_entry *s = &l->e[i];
@@ -316,6 +340,8 @@ static const struct sock_entry *listing_pick(const struct dir_listing *l, pid_t 
 			continue;
 		if (starttime && s->key == starttime)
 			return s;
+		if (started && s->mtime.tv_sec + 2 < started)
+			continue;
 		if (!best || (c = ts_cmp(s->mtime, best->mtime)) > 0 || (c == 0 && s->key > best->key))
 			best = s;
 	}

@@ -6,6 +6,12 @@ sleep 60 &
 SLEEP_PID=$!
 PIDS+=("$SLEEP_PID")
 
+# A stale socket under its pid, left by an earlier process that had the same
+# pid and was killed: made before this process started, so not its own.
+stale="/tmp/dotnet-diagnostic-$SLEEP_PID-1-socket"
+/usr/bin/python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$stale"
+touch -d '1 hour ago' "$stale"
+trap 'rm -f "$stale"; cleanup' EXIT
 set +e
 out=$("$DUMPWATCH" "$SLEEP_PID" 500 2>&1); rc=$?
 set -e

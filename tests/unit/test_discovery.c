@@ -204,9 +204,18 @@ static void test_dir_scan(void)
 	/* The socket whose key is the process's start time wins even when older. */
 	CHECK(dn_find_socket_in_dir(dir, 12, 100, out, sizeof(out)) == 0);
 	CHECK_STR(out, "dotnet-diagnostic-12-100-socket");
-	/* A start time matching nothing: newest again. */
-	CHECK(dn_find_socket_in_dir(dir, 12, 777, out, sizeof(out)) == 0);
-	CHECK_STR(out, "dotnet-diagnostic-12-200-socket");
+	/* A start time matching nothing: newest again, unless the sockets were
+	 * made before the process started (t0 is 2023, before this boot):
+	 * stale ones of an earlier process with the same pid. */
+	CHECK(dn_find_socket_in_dir(dir, 12, 777, out, sizeof(out)) == -ENOENT);
+	{
+		char fresh[256];
+		snprintf(fresh, sizeof(fresh), "%s/dotnet-diagnostic-12-600-socket", dir);
+		make_socket(dir, "dotnet-diagnostic-12-600-socket", time(NULL));
+		CHECK(dn_find_socket_in_dir(dir, 12, 777, out, sizeof(out)) == 0);
+		CHECK_STR(out, "dotnet-diagnostic-12-600-socket");
+		unlink(fresh);
+	}
 	CHECK(dn_find_socket_in_dir(dir, 123, 0, out, sizeof(out)) == 0);
 	CHECK_STR(out, "dotnet-diagnostic-123-999-socket");
 	CHECK(dn_find_socket_in_dir(dir, 1, 0, out, sizeof(out)) == -ENOENT);
