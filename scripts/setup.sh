@@ -3,7 +3,7 @@
 # cmake, pkg-config, json-c, libinotifytools, binutils; and checks for the .NET
 # SDK, which the test programs need (it is not installed here).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libjson-c-dev libinotifytools0-dev inotify-tools binutils procps jq python3 valgrind clang libclang-rt-14-dev)
+pkgs=(build-essential cmake pkg-config libjson-c-dev libinotifytools0-dev inotify-tools binutils procps jq python3 valgrind clang libclang-rt-14-dev passwd util-linux)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -15,10 +15,17 @@ DUMPS="$T/dumps"
 mkdir -p "$DUMPS"
 JOURNAL="$T/journal.jsonl"
 PIDS=()
+USERS_MADE=()
 
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	# Users made by this test: whatever they still run is the test's too.
+	for u in "${USERS_MADE[@]}"; do
+		pkill -KILL -U "$u" 2>/dev/null || true
+		for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -U "$u" >/dev/null || break; sleep 0.1; done
+		userdel "$u" 2>/dev/null || true
+	done
 	exec 3>&- 2>/dev/null || true
 	rm -rf "$T"
 }
@@ -47,6 +54,43 @@ start_app() {
 	# The diagnostics socket appears as the runtime starts; wait for it too.
 	wait_for "ls ${SOCKET_DIR:-/tmp}/dotnet-diagnostic-$APP_PID-*-socket >/dev/null 2>&1" 10 ||
 		fail "no diagnostics socket"
+}
+
+# skip REASON: the test cannot run here; ctest reports it as skipped (77).
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+# make_user ROLE: a fresh unprivileged user for this test only, removed (with
+# every process it still runs) at exit; sets $ROLE to its name, ${ROLE}_UID
+# and ${ROLE}_GID. Needs root.
+make_user() {
+	local role=$1 name
+	[ "$(id -u)" -eq 0 ] || skip "needs root to create a user"
+	name="dw${role,,}$$"
+	name=${name:0:31}
+	useradd --system --no-create-home --shell /usr/sbin/nologin --user-group "$name" ||
+		fail "cannot create user $name"
+	USERS_MADE+=("$name")
+	printf -v "$role" '%s' "$name"
+	printf -v "${role}_UID" '%s' "$(id -u "$name")"
+	printf -v "${role}_GID" '%s' "$(id -g "$name")"
+}
+
+# as_user ROLE CMD...: runs CMD as that user, with no supplementary groups.
+as_user() {
+	local uid_var="${1}_UID" gid_var="${1}_GID"
+	shift
+	setpriv --reuid="${!uid_var}" --regid="${!gid_var}" --clear-groups "$@"
+}
+
+# require_userns ROLE: skips the test when that user may not create a user
+# namespace (unshare -Ur), saying why.
+require_userns() {
+	local why
+	why=$(as_user "$1" unshare -Ur true 2>&1) ||
+		skip "the kernel refuses unprivileged user namespaces (unshare -Ur as ${!1}: ${why:-refused})"
 }
 
 # as_nobody: the RUNNER that starts a program as the unprivileged user nobody.
