@@ -9,7 +9,14 @@
  * process's start time (field 22 of /proc/{pid}/stat); a socket whose key
  * equals it is certainly the live one, otherwise the newest socket wins, as
  * in the official client (a left-over socket of an earlier process with the
- * same pid is older). */
+ * same pid is older).
+ *
+ * Anyone can create files in /tmp, so a name proves nothing: a candidate must
+ * be a socket owned by the process's uid (a file of that owner can only be
+ * made by that user or root), and the name the runtime uses is looked up
+ * directly, so that a directory holding thousands of planted names costs one
+ * stat per process; the directory is listed only when that name is missing,
+ * and then without a stat per entry. */
 #include "dumpwatch/discovery.h"
 
 #include "dumpwatch/text.h"
@@ -34,9 +41,11 @@
 
 #define SOCK_PREFIX "dotnet-diagnostic-"
 #define SOCK_SUFFIX "-socket"
-/* Upper bound of matching names kept per directory: a user who fills /tmp
- * with fake names must not make us allocate without limit. */
-#define DIR_MAX_ENTRIES 65536
+/* Upper bound of matching names kept per directory listing (16 bytes each,
+ * 4 MiB at most): a user who fills /tmp with fake names must not make us
+ * allocate without limit. The name a runtime uses is looked up directly, so
+ * the limit only bounds the search for other names. */
+#define DIR_MAX_ENTRIES 262144
 /* /proc/{pid}/environ is bounded by ARG_MAX-like limits; read no more. */
 #define ENVIRON_MAX (4u << 20)
 #define CMDLINE_MAX (64u << 10)
@@ -233,17 +242,29 @@ int dn_environ_get(const char *env, size_t len, const char *name, char *out, siz
 	return -ENOENT;
 }
 
-/* One socket of a directory listing. */
-struct sock_entry {
+/* Work counters, for discovery_get_stats. */
+static struct dn_stats stats;
+
+void discovery_get_stats(struct dn_stats *out)
+{
+	if (out)
+		*out = stats;
+}
+
+/* The diagnostics socket names of one directory, as numbers, sorted by
+ * (pid, key). Nothing is stat'ed while listing: anyone can fill /tmp with
+ * tens of thousands of names, and only the names of the processes looked up
+ * are checked (sock_check). Only names as a runtime writes them (decimal,
+ * no leading zeros) are kept, so that a name can be rebuilt from its numbers. */
+struct sock_name {
 	unsigned long long pid, key;
-	struct timespec mtime;
-	char name[128];
 };
 
 struct dir_listing {
 	char dir[DISCOVERY_SOCK_MAX];
+	int scanned;
 	int err; /* 0, or -errno from opening it */
-	struct sock_entry *e;
+	struct sock_name *e;
 	size_t n, cap;
 };
 
@@ -252,28 +273,53 @@ static void listing_free(struct dir_listing *l)
 	free(l->e);
 	l->e = NULL;
 	l->n = l->cap = 0;
+	l->scanned = 0;
 }
 
-/* Lists the diagnostics sockets (real sockets, not symlinks) in l->dir. */
+static int cmp_sock_name(const void *a, const void *b)
+{
+	const struct sock_name *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+static void sock_name_format(char *out, size_t outlen, unsigned long long pid, unsigned long long key)
+{
+	snprintf(out, outlen, SOCK_PREFIX "%llu-%llu" SOCK_SUFFIX, pid, key);
+}
+
+/* Lists the socket names in l->dir (once; later calls return the first
+ * result). */
 static int listing_scan(struct dir_listing *l)
 {
-	DIR *d = opendir(l->dir);
+	DIR *d;
 	struct dirent *de;
 
+	if (l->scanned)
+		return l->err;
+	l->scanned = 1;
 	l->n = 0;
+	stats.listings++;
+	d = opendir(l->dir);
 	if (!d)
 		return l->err = -errno;
 	while ((de = readdir(d)) != NULL) {
-		struct sock_entry s;
-		struct stat st;
+		struct sock_name s;
+		char canon[80];
 
-		if (!parse_socket_name(de->d_name, &s.pid, &s.key) || strlen(de->d_name) >= sizeof(s.name))
+		/* d_type spares a stat where the file system fills it in. */
+		if (de->d_type != DT_SOCK && de->d_type != DT_UNKNOWN)
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISSOCK(st.st_mode))
+		if (!parse_socket_name(de->d_name, &s.pid, &s.key))
+			continue;
+		sock_name_format(canon, sizeof(canon), s.pid, s.key);
+		if (strcmp(canon, de->d_name) != 0)
 			continue;
 		if (l->n == l->cap) {
-			size_t cap = l->cap ? l->cap * 2 : 16;
-			struct sock_entry *e;
+			size_t cap = l->cap ? l->cap * 2 : 64;
+			struct sock_name *e;
 
 			if (l->n >= DIR_MAX_ENTRIES)
 				break;
@@ -285,11 +331,12 @@ static int listing_scan(struct dir_listing *l)
 			l->e = e;
 			l->cap = cap;
 		}
-		s.mtime = st.st_mtim;
-		strcpy(s.name, de->d_name);
 		l->e[l->n++] = s;
 	}
 	closedir(d);
+	stats.listed_names += l->n;
+	if (l->n > 1)
+		qsort(l->e, l->n, sizeof(*l->e), cmp_sock_name);
 	return l->err = 0;
 }
 
@@ -323,45 +370,157 @@ static time_t start_wall(unsigned long long starttime)
 	return btime + (time_t)(starttime / (unsigned long long)hz);
 }
 
-/* The socket of nspid in a listing: key == starttime first, else newest
- * mtime (on a tie the larger key, i.e. the later start). A socket made
- * before the process started is a stale one of an earlier process that had
- * the same pid (killed before it could remove it), never this one's. */
-static const struct sock_entry *listing_pick(const struct dir_listing *l, pid_t nspid, unsigned long long starttime)
+/* One process's socket being looked for in its socket directory. */
+struct lookup {
+	const char *dir; /* as reachable from here */
+	pid_t nspid;
+	unsigned long long starttime;
+	time_t started; /* start_wall(starttime) */
+	uid_t uid;
+	const struct dn_find_opts *o; /* skip list, hint; may be NULL */
+	int dir_err;                  /* -EACCES when the directory cannot be searched */
+	/* The socket found: */
+	char name[128];
+	struct dn_sock_id id;
+	struct timespec mtime;
+	unsigned long long key;
+	/* The first socket under its name that another uid owns: */
+	char foreign[DISCOVERY_SOCK_MAX];
+	uid_t foreign_uid;
+};
+
+enum sock_verdict { SOCK_NONE, SOCK_OK, SOCK_FOREIGN, SOCK_STALE, SOCK_SKIPPED };
+
+static int join_path(char *out, size_t outlen, const char *dir, const char *name)
 {
-	const struct sock_entry *best = NULL;
-	time_t started = start_wall(starttime);
-
-	for (size_t i = 0; i < l->n; i++) {
-		const struct sock_entry *s = &l->e[i];
-		int c;
-
-		if (s->pid != (unsigned long long)nspid)
-			continue;
-		if (starttime && s->key == starttime)
-			return s;
-		if (started && s->mtime.tv_sec + 2 < started)
-			continue;
-		if (!best || (c = ts_cmp(s->mtime, best->mtime)) > 0 || (c == 0 && s->key > best->key))
-			best = s;
-	}
-	return best;
+	int n = snprintf(out, outlen, "%s/%s", strcmp(dir, "/") ? dir : "", name);
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
-int dn_find_socket_in_dir(const char *dir, pid_t nspid, unsigned long long starttime, char *out, size_t outlen)
+/* Whether the file name in lk->dir may be lk's process's socket: a socket
+ * (not a link to one), owned by the process's uid (only that user or root
+ * can make a socket file of that owner: a name planted by another user is
+ * never taken), not known to be served by someone else, and, unless its key
+ * is the process's start time, not made before the process started (a stale
+ * one of an earlier process with the same pid). */
+static enum sock_verdict sock_check(struct lookup *lk, const char *name, int exact, struct stat *st)
+{
+	char path[DISCOVERY_SOCK_MAX + 128];
+
+	if (join_path(path, sizeof(path), lk->dir, name) < 0)
+		return SOCK_NONE;
+	stats.lookups++;
+	if (lstat(path, st) < 0) {
+		if (errno == EACCES || errno == EPERM)
+			lk->dir_err = -EACCES;
+		return SOCK_NONE;
+	}
+	if (!S_ISSOCK(st->st_mode))
+		return SOCK_NONE;
+	if (st->st_uid != lk->uid) {
+		if (!lk->foreign[0] && strlen(path) < sizeof(lk->foreign)) {
+			strcpy(lk->foreign, path);
+			lk->foreign_uid = st->st_uid;
+		}
+		return SOCK_FOREIGN;
+	}
+	for (size_t i = 0; lk->o && i < lk->o->n_skip; i++)
+		if (lk->o->skip[i].dev == st->st_dev && lk->o->skip[i].ino == st->st_ino)
+			return SOCK_SKIPPED;
+	if (!exact && lk->started && st->st_mtim.tv_sec + 2 < lk->started)
+		return SOCK_STALE;
+	return SOCK_OK;
+}
+
+static void lookup_take(struct lookup *lk, const char *name, unsigned long long key, const struct stat *st)
+{
+	snprintf(lk->name, sizeof(lk->name), "%s", name);
+	lk->id.dev = st->st_dev;
+	lk->id.ino = st->st_ino;
+	lk->mtime = st->st_mtim;
+	lk->key = key;
+}
+
+/* Finds lk's socket: the name its runtime uses ({nspid}-{starttime}) first,
+ * then the hint (a name just seen created), then, with a listing, the newest
+ * other socket of its pid (on a tie the larger key, the later start). The
+ * listing is read only when the first two fail. 0 with lk->name set, or
+ * -ENOENT. */
+static int lookup_run(struct lookup *lk, struct dir_listing *l)
+{
+	struct stat st;
+	char name[80];
+	unsigned long long hpid, hkey;
+	int found = 0;
+
+	lk->name[0] = '\0';
+	if (lk->nspid <= 0)
+		return -ENOENT;
+	if (lk->starttime) {
+		sock_name_format(name, sizeof(name), (unsigned long long)lk->nspid, lk->starttime);
+		if (sock_check(lk, name, 1, &st) == SOCK_OK) {
+			lookup_take(lk, name, lk->starttime, &st);
+			return 0;
+		}
+	}
+	if (lk->o && lk->o->hint && parse_socket_name(lk->o->hint, &hpid, &hkey) &&
+	    hpid == (unsigned long long)lk->nspid && hkey != lk->starttime && strlen(lk->o->hint) < sizeof(name)) {
+		sock_name_format(name, sizeof(name), hpid, hkey);
+		if (strcmp(name, lk->o->hint) == 0 && sock_check(lk, name, 0, &st) == SOCK_OK) {
+			lookup_take(lk, name, hkey, &st);
+			found = 1;
+		}
+	}
+	if (!l || listing_scan(l) < 0)
+		return found ? 0 : -ENOENT;
+	/* The names of nspid: a run in the sorted listing. */
+	size_t lo = 0, hi = l->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->e[mid].pid < (unsigned long long)lk->nspid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < l->n && l->e[i].pid == (unsigned long long)lk->nspid; i++) {
+		const struct sock_name *s = &l->e[i];
+		int c;
+
+		if (s->key == lk->starttime || (found && s->key == lk->key))
+			continue;
+		sock_name_format(name, sizeof(name), s->pid, s->key);
+		if (sock_check(lk, name, 0, &st) != SOCK_OK)
+			continue;
+		if (!found || (c = ts_cmp(st.st_mtim, lk->mtime)) > 0 || (c == 0 && s->key > lk->key)) {
+			lookup_take(lk, name, s->key, &st);
+			found = 1;
+		}
+	}
+	return found ? 0 : -ENOENT;
+}
+
+int dn_find_socket_in_dir(const char *dir, pid_t nspid, unsigned long long starttime, uid_t uid, struct dn_find_opts *o,
+                          char *out, size_t outlen)
 {
 	struct dir_listing l = {0};
-	const struct sock_entry *s;
+	struct lookup lk = {.dir = dir, .nspid = nspid, .starttime = starttime, .uid = uid, .o = o};
+	struct stat st;
 	int r;
 
 	if (snprintf(l.dir, sizeof(l.dir), "%s", dir) >= (int)sizeof(l.dir))
 		return -ENAMETOOLONG;
-	if ((r = listing_scan(&l)) < 0)
-		return r;
-	s = listing_pick(&l, nspid, starttime);
-	r = -ENOENT;
-	if (s)
-		r = snprintf(out, outlen, "%s", s->name) >= (int)outlen ? -ENAMETOOLONG : 0;
+	if (stat(dir, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	lk.started = start_wall(starttime);
+	r = lookup_run(&lk, o && o->exact_only ? NULL : &l);
+	if (o) {
+		snprintf(o->foreign, sizeof(o->foreign), "%s", lk.foreign);
+		o->foreign_uid = lk.foreign_uid;
+	}
+	if (r == 0)
+		r = snprintf(out, outlen, "%s", lk.name) >= (int)outlen ? -ENAMETOOLONG : 0;
 	listing_free(&l);
 	return r;
 }
@@ -654,6 +813,7 @@ static int probe_pid(pid_t pid, struct dn_target *t, struct probe *pr, char *err
 	memset(t, 0, sizeof(*t));
 	memset(pr, 0, sizeof(*pr));
 	t->pid = pid;
+	stats.probes++;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	n = read_file(path, buf, sizeof(buf) - 1);
 	if (n < 0 || pid <= 0) {
@@ -730,38 +890,63 @@ static int probe_pid(pid_t pid, struct dn_target *t, struct probe *pr, char *err
 	return 0;
 }
 
-/* Fills t->socket_path from a listing of pr->dir. */
-static int pick_socket(struct dn_target *t, const struct probe *pr, const struct dir_listing *l, char *err,
-                       size_t errlen)
+/* Finds t's socket in pr->dir (reading the listing l only when the name its
+ * runtime uses is not there; l NULL: never) and fills t->socket_path and
+ * t->sock. On -ENOENT, o->foreign names a socket under its name that another
+ * uid owns, if one was skipped. */
+static int find_socket(struct dn_target *t, const struct probe *pr, struct dn_find_opts *o, struct dir_listing *l,
+                       char *err, size_t errlen)
 {
-	const struct sock_entry *s;
+	struct lookup lk = {.dir = pr->dir, .nspid = t->nspid, .starttime = pr->starttime, .uid = t->uid, .o = o};
 	char name[256];
+	int r;
 
-	if (l->err == -EACCES || l->err == -EPERM) {
+	lk.started = start_wall(pr->starttime);
+	r = lookup_run(&lk, l);
+	if (o) {
+		snprintf(o->foreign, sizeof(o->foreign), "%s", lk.foreign);
+		o->foreign_uid = lk.foreign_uid;
+	}
+	if (r < 0 && (lk.dir_err == -EACCES || (l && (l->err == -EACCES || l->err == -EPERM)))) {
 		snprintf(err, errlen,
 		         "cannot read %s to find the diagnostics socket of process %d: permission denied; run "
 		         "dumpwatch as root or as the process's user (uid %u)",
 		         pr->dir, (int)t->pid, (unsigned)t->uid);
 		return -EACCES;
 	}
-	s = l->err ? NULL : listing_pick(l, t->nspid, pr->starttime);
-	if (!s) {
+	if (r < 0) {
+		char foreign[DISCOVERY_SOCK_MAX + 160] = "";
+
+		if (lk.foreign[0]) {
+			foreign[0] = ';';
+			foreign[1] = ' ';
+			discovery_describe_foreign(t, lk.foreign, lk.foreign_uid, foreign + 2, sizeof(foreign) - 2);
+		}
 		dn_process_name(NULL, t->exe_name, NULL, 0, t->comm, name, sizeof(name));
 		snprintf(err, errlen,
 		         "process %d (%s) has no .NET diagnostics socket in %s%s: it is not a .NET process, or it "
-		         "runs with DOTNET_EnableDiagnostics=0",
-		         (int)t->pid, name, pr->tmpdir, t->other_mount_ns ? " (in its mount namespace)" : "");
+		         "runs with DOTNET_EnableDiagnostics=0%s",
+		         (int)t->pid, name, pr->tmpdir, t->other_mount_ns ? " (in its mount namespace)" : "", foreign);
 		return -ENOENT;
 	}
-	if (snprintf(t->socket_path, sizeof(t->socket_path), "%s/%s", strcmp(pr->dir, "/") ? pr->dir : "", s->name) >=
-	    (int)sizeof(t->socket_path)) {
+	if (join_path(t->socket_path, sizeof(t->socket_path), pr->dir, lk.name) < 0) {
 		snprintf(err, errlen, "the socket path of process %d is too long", (int)t->pid);
 		return -ENAMETOOLONG;
 	}
+	t->sock = lk.id;
 	return 0;
 }
 
-int discovery_find(pid_t pid, struct dn_target *out, char *err, size_t errlen)
+void discovery_describe_foreign(const struct dn_target *t, const char *path, uid_t owner, char *out, size_t outlen)
+{
+	if (!out || !outlen)
+		return;
+	snprintf(out, outlen,
+	         "ignoring %s: that socket belongs to uid %u, not to uid %u of process %d (planted by another user?)",
+	         path, (unsigned)owner, (unsigned)t->uid, (int)t->pid);
+}
+
+int discovery_find_ex(pid_t pid, struct dn_find_opts *o, struct dn_target *out, char *err, size_t errlen)
 {
 	struct dir_listing l = {0};
 	struct probe pr;
@@ -772,16 +957,36 @@ int discovery_find(pid_t pid, struct dn_target *out, char *err, size_t errlen)
 		err = dummy;
 		errlen = sizeof(dummy);
 	}
+	if (o) {
+		o->foreign[0] = '\0';
+		o->foreign_uid = 0;
+	}
 	if (!out)
 		return -EINVAL;
 	r = probe_pid(pid, out, &pr, err, errlen);
 	if (r < 0)
 		return r;
 	snprintf(l.dir, sizeof(l.dir), "%s", pr.dir);
-	listing_scan(&l);
-	r = pick_socket(out, &pr, &l, err, errlen);
+	r = find_socket(out, &pr, o, o && o->exact_only ? NULL : &l, err, errlen);
 	listing_free(&l);
 	return r;
+}
+
+int discovery_find(pid_t pid, struct dn_target *out, char *err, size_t errlen)
+{
+	return discovery_find_ex(pid, NULL, out, err, errlen);
+}
+
+int discovery_starttime(pid_t pid, unsigned long long *ret)
+{
+	char path[64], buf[1024];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = read_file(path, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return proc_errno(n);
+	return dn_parse_stat(buf, (size_t)n, NULL, 0, ret);
 }
 
 int discovery_socket_dir(pid_t pid, char *out, size_t outlen)
@@ -804,6 +1009,19 @@ int discovery_is_socket_name(const char *name)
 	return name && parse_socket_name(name, &pid, &key) == 1;
 }
 
+int discovery_parse_socket_name(const char *name, pid_t *ret_pid, unsigned long long *ret_key)
+{
+	unsigned long long pid, key;
+
+	if (!name || !parse_socket_name(name, &pid, &key) || pid == 0 || pid > INT32_MAX)
+		return 0;
+	if (ret_pid)
+		*ret_pid = (pid_t)pid;
+	if (ret_key)
+		*ret_key = key;
+	return 1;
+}
+
 static int cmp_target(const void *a, const void *b)
 {
 	const struct dn_target *x = a, *y = b;
@@ -811,7 +1029,7 @@ static int cmp_target(const void *a, const void *b)
 	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-int discovery_list(struct dn_target **ret, size_t *ret_n)
+int discovery_list_ex(discovery_foreign_fn foreign, void *ctx, struct dn_target **ret, size_t *ret_n)
 {
 	struct dir_listing *dirs = NULL;
 	struct dn_target *v = NULL;
@@ -829,6 +1047,7 @@ int discovery_list(struct dn_target **ret, size_t *ret_n)
 		return -errno;
 	while ((de = readdir(proc)) != NULL) {
 		struct dn_target t;
+		struct dn_find_opts o = {0};
 		struct probe pr;
 		struct dir_listing *l = NULL;
 		char err[8];
@@ -841,7 +1060,8 @@ int discovery_list(struct dn_target **ret, size_t *ret_n)
 			continue;
 		if (probe_pid((pid_t)pid, &t, &pr, err, sizeof(err)) < 0)
 			continue;
-		/* Most processes share /tmp: list each directory once. */
+		/* Most processes share /tmp: list each directory once, and
+		 * only when some process's own name is not there. */
 		for (size_t i = 0; i < ndirs; i++)
 			if (strcmp(dirs[i].dir, pr.dir) == 0)
 				l = &dirs[i];
@@ -856,10 +1076,12 @@ int discovery_list(struct dn_target **ret, size_t *ret_n)
 			l = &dirs[ndirs++];
 			memset(l, 0, sizeof(*l));
 			snprintf(l->dir, sizeof(l->dir), "%s", pr.dir);
-			listing_scan(l);
 		}
-		if (pick_socket(&t, &pr, l, err, sizeof(err)) < 0)
+		if (find_socket(&t, &pr, &o, l, err, sizeof(err)) < 0) {
+			if (o.foreign[0] && foreign)
+				foreign(ctx, &t, o.foreign, o.foreign_uid);
 			continue;
+		}
 		if (n == cap) {
 			size_t c = cap ? cap * 2 : 16;
 			struct dn_target *nv = realloc(v, c * sizeof(*nv));
@@ -886,6 +1108,11 @@ int discovery_list(struct dn_target **ret, size_t *ret_n)
 	*ret = v;
 	*ret_n = n;
 	return 0;
+}
+
+int discovery_list(struct dn_target **ret, size_t *ret_n)
+{
+	return discovery_list_ex(NULL, NULL, ret, ret_n);
 }
 
 void discovery_process_name(const struct dn_target *t, const char *entry_assembly, char *out, size_t outlen)
@@ -923,6 +1150,17 @@ static size_t command_width(FILE *out, size_t used)
 	return PS_COMMAND_MAX;
 }
 
+/* ps: a process left out because the socket under its name is another
+ * user's. */
+static void ps_foreign(void *ctx, const struct dn_target *t, const char *path, uid_t owner)
+{
+	char line[DISCOVERY_SOCK_MAX + 160];
+	(void)ctx;
+
+	discovery_describe_foreign(t, path, owner, line, sizeof(line));
+	fprintf(stderr, "dumpwatch: warning: pid %d: %s\n", (int)t->pid, line);
+}
+
 int discovery_print_ps(FILE *out, int json)
 {
 	struct dn_target *v = NULL;
@@ -932,7 +1170,7 @@ int discovery_print_ps(FILE *out, int json)
 
 	if (!out)
 		return -EINVAL;
-	r = discovery_list(&v, &n);
+	r = discovery_list_ex(ps_foreign, NULL, &v, &n);
 	if (r < 0)
 		return r;
 	pi = malloc(sizeof(*pi));

@@ -24,11 +24,15 @@ int dn_parse_status(const char *buf, size_t len, pid_t fallback_pid, uid_t *ret_
  * out. 0, -ENOENT when absent, -ENAMETOOLONG when it does not fit. */
 int dn_environ_get(const char *env, size_t len, const char *name, char *out, size_t outlen);
 
-/* Finds the diagnostics socket of nspid in dir: among the matching names
- * that are sockets, the one whose key equals starttime (when starttime is
- * not 0), else the newest mtime. Writes the file name into out.
- * 0, -ENOENT, or -errno from opening dir. */
-int dn_find_socket_in_dir(const char *dir, pid_t nspid, unsigned long long starttime, char *out, size_t outlen);
+/* Finds the diagnostics socket of nspid in dir as discovery_find does, for
+ * a process of the given uid: among the names of nspid that are sockets of
+ * that uid, the one whose key equals starttime (when starttime is not 0),
+ * else the newest mtime made since the process started. o (may be NULL) as
+ * for discovery_find_ex. Writes the file name into out. 0, -ENOENT, or
+ * -errno from dir (-ENOTDIR). */
+struct dn_find_opts;
+int dn_find_socket_in_dir(const char *dir, pid_t nspid, unsigned long long starttime, uid_t uid, struct dn_find_opts *o,
+                          char *out, size_t outlen);
 
 /* The name rule of discovery_process_name with every input given:
  * cmdline is the raw NUL-separated /proc/{pid}/cmdline (may be NULL). */

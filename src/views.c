@@ -445,13 +445,27 @@ static void skip(struct view *v, const struct dn_target *t)
 	v->n_skipped++;
 }
 
+/* A process whose only socket is another user's: said once, never looked
+ * at again. */
+static void on_foreign(void *ctx, const struct dn_target *t, const char *path, uid_t owner)
+{
+	struct view *v = ctx;
+	char why[1024];
+
+	if (skipped(v, t))
+		return;
+	discovery_describe_foreign(t, path, owner, why, sizeof(why));
+	log_warn("pid %d: %s", (int)t->pid, why);
+	skip(v, t);
+}
+
 /* By name: follows every .NET process not seen before whose name matches. */
 static void scan(struct view *v)
 {
 	struct dn_target *ts = NULL;
 	size_t n = 0;
 
-	if (discovery_list(&ts, &n) < 0)
+	if (discovery_list_ex(on_foreign, v, &ts, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		const struct dn_target *t = &ts[i];

@@ -181,7 +181,7 @@ static void test_dir_scan(void)
 
 	snprintf(dir, sizeof(dir), "%s/scan", tmpdir);
 	CHECK(mkdir(dir, 0700) == 0);
-	CHECK(dn_find_socket_in_dir(dir, 12, 0, out, sizeof(out)) == -ENOENT);
+	CHECK(dn_find_socket_in_dir(dir, 12, 0, getuid(), NULL, out, sizeof(out)) == -ENOENT);
 
 	make_socket(dir, "dotnet-diagnostic-12-100-socket", t0);
 	make_socket(dir, "dotnet-diagnostic-12-200-socket", t0 + 10);
@@ -199,41 +199,140 @@ static void test_dir_scan(void)
 	make_socket(dir, "dotnet-diagnostic-12-500-socket.old", t0 + 100);
 
 	/* Newest real socket of pid 12. */
-	CHECK(dn_find_socket_in_dir(dir, 12, 0, out, sizeof(out)) == 0);
+	CHECK(dn_find_socket_in_dir(dir, 12, 0, getuid(), NULL, out, sizeof(out)) == 0);
 	CHECK_STR(out, "dotnet-diagnostic-12-200-socket");
 	/* The socket whose key is the process's start time wins even when older. */
-	CHECK(dn_find_socket_in_dir(dir, 12, 100, out, sizeof(out)) == 0);
+	CHECK(dn_find_socket_in_dir(dir, 12, 100, getuid(), NULL, out, sizeof(out)) == 0);
 	CHECK_STR(out, "dotnet-diagnostic-12-100-socket");
 	/* A start time matching nothing: newest again, unless the sockets were
 	 * made before the process started (t0 is 2023, before this boot):
 	 * stale ones of an earlier process with the same pid. */
-	CHECK(dn_find_socket_in_dir(dir, 12, 777, out, sizeof(out)) == -ENOENT);
+	CHECK(dn_find_socket_in_dir(dir, 12, 777, getuid(), NULL, out, sizeof(out)) == -ENOENT);
 	{
 		char fresh[256];
 		snprintf(fresh, sizeof(fresh), "%s/dotnet-diagnostic-12-600-socket", dir);
 		make_socket(dir, "dotnet-diagnostic-12-600-socket", time(NULL));
-		CHECK(dn_find_socket_in_dir(dir, 12, 777, out, sizeof(out)) == 0);
+		CHECK(dn_find_socket_in_dir(dir, 12, 777, getuid(), NULL, out, sizeof(out)) == 0);
 		CHECK_STR(out, "dotnet-diagnostic-12-600-socket");
 		unlink(fresh);
 	}
-	CHECK(dn_find_socket_in_dir(dir, 123, 0, out, sizeof(out)) == 0);
+	CHECK(dn_find_socket_in_dir(dir, 123, 0, getuid(), NULL, out, sizeof(out)) == 0);
 	CHECK_STR(out, "dotnet-diagnostic-123-999-socket");
-	CHECK(dn_find_socket_in_dir(dir, 1, 0, out, sizeof(out)) == -ENOENT);
-	CHECK(dn_find_socket_in_dir(dir, 12, 0, out, 10) == -ENAMETOOLONG);
+	CHECK(dn_find_socket_in_dir(dir, 1, 0, getuid(), NULL, out, sizeof(out)) == -ENOENT);
+	CHECK(dn_find_socket_in_dir(dir, 12, 0, getuid(), NULL, out, 10) == -ENAMETOOLONG);
 
 	/* Same mtime: the later start (larger key) wins. */
 	make_socket(dir, "dotnet-diagnostic-7-5-socket", t0);
 	make_socket(dir, "dotnet-diagnostic-7-6-socket", t0);
 	make_socket(dir, "dotnet-diagnostic-7-4-socket", t0);
-	CHECK(dn_find_socket_in_dir(dir, 7, 0, out, sizeof(out)) == 0);
+	CHECK(dn_find_socket_in_dir(dir, 7, 0, getuid(), NULL, out, sizeof(out)) == 0);
 	CHECK_STR(out, "dotnet-diagnostic-7-6-socket");
 
 	snprintf(p, sizeof(p), "%s/missing", tmpdir);
-	CHECK(dn_find_socket_in_dir(p, 12, 0, out, sizeof(out)) == -ENOENT);
+	CHECK(dn_find_socket_in_dir(p, 12, 0, getuid(), NULL, out, sizeof(out)) == -ENOENT);
 	make_file(tmpdir, "plainfile", t0);
 	snprintf(p, sizeof(p), "%s/plainfile", tmpdir);
-	CHECK(dn_find_socket_in_dir(p, 12, 0, out, sizeof(out)) == -ENOTDIR);
+	CHECK(dn_find_socket_in_dir(p, 12, 0, getuid(), NULL, out, sizeof(out)) == -ENOTDIR);
 	unlink(p);
+	remove_all(dir);
+}
+
+/* Who owns a candidate, what was refused before, and what is looked at. */
+static void test_dir_candidates(void)
+{
+	char dir[128], out[128], p[256];
+	struct dn_find_opts o = {0};
+	struct dn_stats before, after;
+	struct stat st;
+	time_t now = time(NULL);
+
+	snprintf(dir, sizeof(dir), "%s/cand", tmpdir);
+	CHECK(mkdir(dir, 0700) == 0);
+
+	/* The runtime's own name is found without listing the directory. */
+	make_socket(dir, "dotnet-diagnostic-40-900-socket", now);
+	make_socket(dir, "dotnet-diagnostic-40-901-socket", now + 5);
+	discovery_get_stats(&before);
+	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), NULL, out, sizeof(out)) == 0);
+	CHECK_STR(out, "dotnet-diagnostic-40-900-socket");
+	discovery_get_stats(&after);
+	CHECK(after.listings == before.listings);
+	CHECK(after.lookups == before.lookups + 1);
+
+	/* A socket found served by someone else is skipped by its identity;
+	 * the newest other one is taken, or none with exact_only. */
+	snprintf(p, sizeof(p), "%s/dotnet-diagnostic-40-900-socket", dir);
+	CHECK(lstat(p, &st) == 0);
+	struct dn_sock_id bad = {st.st_dev, st.st_ino};
+	o.skip = &bad;
+	o.n_skip = 1;
+	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), &o, out, sizeof(out)) == 0);
+	CHECK_STR(out, "dotnet-diagnostic-40-901-socket");
+	o.exact_only = 1;
+	discovery_get_stats(&before);
+	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), &o, out, sizeof(out)) == -ENOENT);
+	discovery_get_stats(&after);
+	CHECK(after.listings == before.listings);
+	/* ... but a hint (a name just seen created) is looked at. */
+	o.hint = "dotnet-diagnostic-40-901-socket";
+	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), &o, out, sizeof(out)) == 0);
+	CHECK_STR(out, "dotnet-diagnostic-40-901-socket");
+	o.hint = "dotnet-diagnostic-41-901-socket"; /* another pid's: ignored */
+	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), &o, out, sizeof(out)) == -ENOENT);
+	o.hint = "dotnet-diagnostic-40-0901-socket"; /* not as a runtime writes it */
+	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), &o, out, sizeof(out)) == -ENOENT);
+	memset(&o, 0, sizeof(o));
+
+	/* Names with leading zeros are not a runtime's. */
+	make_socket(dir, "dotnet-diagnostic-42-0077-socket", now);
+	CHECK(dn_find_socket_in_dir(dir, 42, 0, getuid(), NULL, out, sizeof(out)) == -ENOENT);
+
+	/* A socket of another uid is never a candidate, and is reported. */
+	if (geteuid() == 0) {
+		make_socket(dir, "dotnet-diagnostic-43-500-socket", now);
+		make_socket(dir, "dotnet-diagnostic-43-501-socket", now + 10);
+		snprintf(p, sizeof(p), "%s/dotnet-diagnostic-43-500-socket", dir);
+		CHECK(lchown(p, 65534, 65534) == 0);
+		snprintf(p, sizeof(p), "%s/dotnet-diagnostic-43-501-socket", dir);
+		CHECK(lchown(p, 65534, 65534) == 0);
+		CHECK(dn_find_socket_in_dir(dir, 43, 500, getuid(), &o, out, sizeof(out)) == -ENOENT);
+		snprintf(p, sizeof(p), "%s/dotnet-diagnostic-43-500-socket", dir);
+		CHECK_STR(o.foreign, p);
+		CHECK(o.foreign_uid == 65534);
+		/* The owner's own lookup takes it. */
+		CHECK(dn_find_socket_in_dir(dir, 43, 500, 65534, NULL, out, sizeof(out)) == 0);
+		CHECK_STR(out, "dotnet-diagnostic-43-500-socket");
+		/* A good socket beside a planted newer one wins. */
+		make_socket(dir, "dotnet-diagnostic-43-400-socket", now);
+		CHECK(dn_find_socket_in_dir(dir, 43, 500, getuid(), &o, out, sizeof(out)) == 0);
+		CHECK_STR(out, "dotnet-diagnostic-43-400-socket");
+
+		struct dn_target t = {.pid = 43, .uid = 0};
+		char line[512];
+		discovery_describe_foreign(&t, p, 65534, line, sizeof(line));
+		CHECK_MSG(strstr(line, "ignoring ") == line && strstr(line, "belongs to uid 65534, not to uid 0 of "
+		                                                            "process 43 (planted by another user?)"),
+		          "%s", line);
+	}
+
+	/* Many names in the directory: a lookup of the runtime's own name
+	 * costs one stat whatever is there. */
+	for (int i = 0; i < 2000; i++) {
+		char n[64];
+		snprintf(n, sizeof(n), "dotnet-diagnostic-%d-%d-socket", 1000 + i, i);
+		make_socket(dir, n, now);
+	}
+	discovery_get_stats(&before);
+	CHECK(dn_find_socket_in_dir(dir, 40, 901, getuid(), NULL, out, sizeof(out)) == 0);
+	discovery_get_stats(&after);
+	CHECK(after.lookups == before.lookups + 1 && after.listings == before.listings);
+	/* A pid with no socket of its own: one listing, and only that pid's
+	 * names are stat'ed. */
+	CHECK(dn_find_socket_in_dir(dir, 44, 9, getuid(), NULL, out, sizeof(out)) == -ENOENT);
+	discovery_get_stats(&before);
+	CHECK(before.listings == after.listings + 1);
+	CHECK(before.lookups == after.lookups + 1);
+	CHECK(before.listed_names - after.listed_names >= 2000);
 	remove_all(dir);
 }
 
@@ -334,6 +433,23 @@ static void test_truncate_sanitize(void)
 	CHECK_STR(s, "x??1m?y\xC3\xA9");
 }
 
+struct foreign_seen {
+	pid_t pid;
+	int calls;
+	char path[256];
+};
+
+static void on_foreign(void *ctx, const struct dn_target *t, const char *path, uid_t owner)
+{
+	struct foreign_seen *s = ctx;
+
+	if (t->pid != s->pid)
+		return;
+	s->calls++;
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	CHECK(owner == 65534);
+}
+
 /* discovery_find / discovery_list on a real child process, with a fake
  * socket in the TMPDIR it was started with. */
 static void test_find_child(void)
@@ -383,6 +499,29 @@ static void test_find_child(void)
 	len = read(fd, buf, sizeof(buf));
 	close(fd);
 	CHECK(len > 0 && dn_parse_stat(buf, (size_t)len, NULL, 0, &start) == 0);
+
+	/* A socket under its exact name, planted by another uid: skipped, and
+	 * the sentence says so; the listing reports it. */
+	if (geteuid() == 0) {
+		char planted[256];
+		struct foreign_seen seen = {.pid = child};
+
+		snprintf(name, sizeof(name), "dotnet-diagnostic-%d-%llu-socket", (int)child, start);
+		make_socket(dir, name, time(NULL));
+		snprintf(planted, sizeof(planted), "%s/%s", dir, name);
+		CHECK(lchown(planted, 65534, 65534) == 0);
+		CHECK(discovery_find(child, &t, err, sizeof(err)) == -ENOENT);
+		CHECK_MSG(strstr(err, "ignoring ") && strstr(err, planted) && strstr(err, "belongs to uid 65534"), "%s",
+		          err);
+		CHECK(discovery_list_ex(on_foreign, &seen, &all, &n) == 0);
+		for (size_t i = 0; i < n; i++)
+			CHECK(all[i].pid != child);
+		free(all);
+		all = NULL;
+		CHECK(seen.calls == 1);
+		CHECK_STR(seen.path, planted);
+		CHECK(unlink(planted) == 0);
+	}
 
 	/* The live socket (key = start time) and a newer stale one. */
 	snprintf(name, sizeof(name), "dotnet-diagnostic-%d-%llu-socket", (int)child, start);
@@ -503,6 +642,7 @@ int main(void)
 	test_status();
 	test_environ();
 	test_dir_scan();
+	test_dir_candidates();
 	test_names();
 	test_json();
 	test_truncate_sanitize();
