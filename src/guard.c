@@ -10,12 +10,42 @@
  *
  * Finding new processes. A runtime creates its diagnostics socket early in
  * start-up, so an inotify watch on the socket directories (/tmp, every TMPDIR
- * and container /tmp seen, and --socket-dir) catches a new process at once; a
- * socket appearing triggers a full scan 20 ms later (bursts coalesce). A light
- * scan every second probes only pids never seen before (and those seen in the
- * last few seconds, which may not have created their socket yet): that finds
- * processes in directories not watched yet, such as a new container's /tmp,
- * whose directory is then watched too.
+ * and container /tmp seen, and --socket-dir) catches a new process at once.
+ * Anyone can create names in those directories, so a name is only a hint,
+ * handled incrementally: the pid it names is looked at 20 ms later (a runtime
+ * binds before it listens), by its start time and the one name its runtime
+ * would use (discovery_find_ex, exact_only), never by a scan of /proc or a
+ * listing of the directory. A name of a pid that does not exist costs a
+ * kill(pid, 0); a pid is looked at no more than once per 100 ms; and at most
+ * 2000 pids a second, whatever the rate of names: the rest wait for the next
+ * turn. A name in a container's directory carries a pid of its namespace: the
+ * processes known there are looked at, and a light scan (below) is asked for,
+ * at most five a second. A light scan every second probes only pids never
+ * seen before (and those seen in the last few seconds, which may not have
+ * created their socket yet), also by the exact name: that finds processes in
+ * directories not watched yet, such as a new container's /tmp, whose
+ * directory is then watched too. A full scan (discovery_list: every process,
+ * and a listing of each socket directory where some process's own name is
+ * missing) runs at start, on SIGHUP, every 30 s, and when inotify lost events
+ * (at most every 5 s): it finds what the rest cannot, such as a runtime in
+ * another time namespace whose key is not our start time.
+ *
+ * Candidates. A socket of another uid is never a candidate (discovery.h). A
+ * candidate whose listener is not the process (a refusal) or that nobody
+ * listens on (dead, or not listening yet) is not kept: the process is not
+ * added, its pid is looked at again with a backoff from 50 ms to 30 s (at
+ * once when a new name of it appears), a refused socket is skipped by
+ * identity from then on, and a refusal is logged once per process and path.
+ * So a planted or stale socket never shadows the real one that comes later.
+ *
+ * Descriptors. An attached process holds two (its event stream and its
+ * pidfd). The soft limit is raised to the hard limit at start, and a reserve
+ * (GUARD_FDS_RESERVE) is kept for discovery, the journal, the state file and
+ * a dump: a process whose attachment would eat into it is not attached but
+ * waits, logged and journaled once (attach-paused) until descriptors are
+ * free again (attach-resumed); the processes attached are served as before.
+ * Descriptors in use are estimated from what the guard holds and counted in
+ * /proc/self/fd only near the limit.
  *
  * Rules. The ruleset reports each file's load, rejection and removal; after
  * any change every process's rule list is rebuilt. A rule whose definition
@@ -47,6 +77,7 @@
 
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/eval.h"
+#include "dumpwatch/fds.h"
 #include "dumpwatch/journal.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/loop.h"
@@ -56,10 +87,37 @@
 #include "dumpwatch/state.h"
 #include "dumpwatch/watch.h"
 
-#define GUARD_TICK_NS 250000000LL         /* re-evaluation when no events arrive (rates decay) */
-#define GUARD_LIGHT_SCAN_NS 1000000000LL  /* probe pids not seen before */
-#define GUARD_RESCAN_DELAY_NS 20000000LL  /* after a socket appeared; coalesces bursts */
-#define GUARD_YOUNG_NS 5000000000LL       /* a pid without socket is probed again for this long */
+#define GUARD_TICK_NS 250000000LL               /* re-evaluation when no events arrive (rates decay) */
+#define GUARD_LIGHT_SCAN_NS 1000000000LL        /* probe pids not seen before */
+#define GUARD_LIGHT_SOON_NS 200000000LL         /* least time between light scans asked for by names */
+#define GUARD_LIGHT_PROBES_MAX 512              /* pids probed per light scan; the rest next time */
+#define GUARD_SWEEP_NS 30000000000LL            /* full scan */
+#define GUARD_SWEEP_SOON_NS 5000000000LL        /* least time between full scans after lost events */
+#define GUARD_CHECK_DELAY_NS 20000000LL         /* a name appeared: look 20 ms later (a runtime binds, then listens) */
+#define GUARD_PID_RECHECK_NS 100000000LL        /* one pid looked at no more often */
+#define GUARD_CHECKS_PER_SEC 2000               /* pids looked at per second, at most */
+#define GUARD_CHECKS_BURST 200                  /* ... and per turn */
+#define GUARD_PEND_MAX 8192                     /* pids waiting to be looked at */
+#define GUARD_CAND_BACKOFF_MIN_NS 50000000LL    /* a candidate refused or dead: look again after */
+#define GUARD_CAND_BACKOFF_MAX_NS 30000000000LL /* ... backing off to */
+#define GUARD_SKIP_MAX 4                        /* sockets of one process found served by someone else */
+#define GUARD_WARNED_MAX 256                    /* (process, path) pairs whose refusal was logged */
+#define GUARD_WARN_WINDOW_NS 60000000000LL      /* refusals logged per window, at most ... */
+#define GUARD_WARN_PER_WINDOW 20
+#define GUARD_YOUNG_NS 5000000000LL /* a pid without socket is probed again for this long */
+/* Descriptors an attached process holds: its event stream and its pidfd. */
+#define GUARD_FDS_PER_PROCESS 2
+/* Kept free for what must never fail for want of a descriptor: discovery
+ * (/proc, a socket directory, a /proc file: 3), a ProcessInfo connection
+ * (and the directory of a long path: 2), the state file (the new file and
+ * its directory: 2) and one dump (store and staging directories, the IPC
+ * connection or pidfd, an epoll, a timer, the partial file, a store listing
+ * and a file in it: 8): 15, doubled. The journal's descriptor is held from
+ * the start. */
+#define GUARD_FDS_RESERVE 32
+/* Below the limit by more than this (estimated), descriptors are not counted. */
+#define GUARD_FDS_SLACK 64
+#define GUARD_FDS_PER_DUMP 8
 #define GUARD_RETRY_MIN_NS 2000000000LL   /* attach failed: first retry */
 #define GUARD_RETRY_MAX_NS 300000000000LL /* ... backing off to */
 #define GUARD_INFO_TIMEOUT_MS 1000
@@ -88,11 +146,13 @@ struct proc {
 	int attached;
 	struct session_subscription sub;
 	int pidfd;
-	int gone;          /* the process exited */
-	int refused;       /* its socket is served by someone else: never attached */
-	int ever_attached; /* an attach record was written: its detach will be too */
-	int seen_scan;     /* found by the current full scan */
-	int64_t retry_ns;  /* attach failed: next attempt; 0: none */
+	int gone;                               /* the process exited */
+	int fd_wait;                            /* not attached: the descriptor reserve was reached */
+	int ever_attached;                      /* an attach record was written: its detach will be too */
+	struct dn_sock_id skip[GUARD_SKIP_MAX]; /* its sockets found served by someone else */
+	size_t n_skip;
+	int seen_scan;    /* found by the current full scan */
+	int64_t retry_ns; /* attach failed: next attempt; 0: none */
 	int64_t backoff_ns;
 	struct dump_job *job;
 	size_t job_rule;
@@ -108,7 +168,36 @@ struct seen_pid {
 
 struct watch_dir {
 	int wd;
+	int ns_dir; /* under /proc/PID/root: names carry pids of another namespace */
 	char path[DISCOVERY_SOCK_MAX];
+};
+
+/* A pid to look at that is not in the process table: a name of it appeared
+ * (due a moment later), or its last candidate was refused or dead (due after
+ * a backoff). */
+struct pend {
+	pid_t pid;                    /* 0: free slot */
+	unsigned long long starttime; /* the process the backoff and skips are about; 0: not known */
+	int64_t due_ns;               /* 0: not scheduled */
+	int64_t last_ns;              /* last look */
+	int64_t backoff_ns;           /* 0: no candidate failed */
+	pid_t hint_nspid;             /* the last name seen: its pid ... */
+	unsigned long long hint_key;  /* ... and key; 0: none */
+	struct dn_sock_id skip[GUARD_SKIP_MAX];
+	size_t n_skip;
+};
+
+/* Open addressing on pid, linear probing, deletion by backward shift. */
+struct pend_table {
+	struct pend *slot;
+	size_t cap, n; /* cap: a power of two, or 0 */
+	size_t cursor; /* where the next pass starts, so that all are served in turn */
+};
+
+struct warned {
+	pid_t pid;
+	unsigned long long starttime;
+	uint64_t path_hash;
 };
 
 struct guard {
@@ -127,8 +216,26 @@ struct guard {
 	struct state_record *kept; /* limit state of (rule, process) pairs not applied now */
 	size_t n_kept;
 	char state_path[PATH_MAX];
-	int64_t rescan_at; /* 0: no full scan pending */
 	int64_t light_at;
+	int64_t light_soon_at; /* 0: none asked for; else a light scan of new pids only */
+	int64_t last_light_ns;
+	int64_t sweep_at; /* next periodic full scan */
+	int64_t last_sweep_ns;
+	struct pend_table pend;
+	int64_t pend_due_min; /* 0: nothing due */
+	double check_tokens;
+	int64_t tokens_ns;
+	struct warned warned[GUARD_WARNED_MAX];
+	size_t n_warned, next_warned;
+	int64_t warn_window_ns;
+	unsigned warn_count, warn_suppressed;
+	/* Descriptors. */
+	struct fds_limit fdl;
+	int fd_base;   /* open when the guard started serving */
+	int fd_paused; /* attach-paused journaled, attach-resumed not yet */
+	size_t n_fd_wait;
+	/* Work done, in the stop record. */
+	uint64_t n_full_scans, n_light_scans, n_socket_events, n_pid_checks, n_events_dropped, n_events_nopid;
 	int stopping;
 	int64_t stop_deadline;
 	int exit_code;
@@ -285,6 +392,7 @@ static void watch_socket_dir(struct guard *g, const char *dir)
 		return;
 	g->dirs = d;
 	g->dirs[g->n_dirs].wd = wd;
+	g->dirs[g->n_dirs].ns_dir = strncmp(dir, "/proc/", 6) == 0;
 	snprintf(g->dirs[g->n_dirs].path, sizeof(g->dirs[g->n_dirs].path), "%s", dir);
 	g->n_dirs++;
 	log_debug("watching %s for new diagnostics sockets", dir);
@@ -308,44 +416,213 @@ static void watch_dir_of_socket(struct guard *g, const char *socket_path)
 
 static void arm_timer(struct guard *g);
 
-static void schedule_rescan(struct guard *g, int64_t delay_ns)
+static struct proc *proc_find(struct guard *g, pid_t pid);
+
+/* ---- pids to look at -------------------------------------------------- */
+
+static size_t pend_home(pid_t pid, size_t cap)
 {
-	int64_t at = loop_now() + delay_ns;
-	if (!g->rescan_at || at < g->rescan_at)
-		g->rescan_at = at;
-	arm_timer(g);
+	return (size_t)((uint32_t)pid * 2654435761u) & (cap - 1);
 }
 
+static struct pend *pend_find(struct pend_table *t, pid_t pid)
+{
+	if (!t->cap || pid <= 0)
+		return NULL;
+	for (size_t i = pend_home(pid, t->cap);; i = (i + 1) & (t->cap - 1)) {
+		if (t->slot[i].pid == pid)
+			return &t->slot[i];
+		if (t->slot[i].pid == 0)
+			return NULL;
+	}
+}
+
+static int pend_grow(struct pend_table *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 64;
+	struct pend *ns = calloc(cap, sizeof(*ns));
+
+	if (!ns)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++) {
+		if (!t->slot[i].pid)
+			continue;
+		size_t k = pend_home(t->slot[i].pid, cap);
+		while (ns[k].pid)
+			k = (k + 1) & (cap - 1);
+		ns[k] = t->slot[i];
+	}
+	free(t->slot);
+	t->slot = ns;
+	t->cap = cap;
+	t->cursor = 0;
+	return 0;
+}
+
+/* The entry of pid, made when missing; NULL when the table is full. Any
+ * pointer into the table taken before is invalid afterwards. */
+static struct pend *pend_get(struct pend_table *t, pid_t pid)
+{
+	struct pend *e = pend_find(t, pid);
+	size_t i;
+
+	if (e)
+		return e;
+	if (pid <= 0 || t->n >= GUARD_PEND_MAX || ((t->n + 1) * 2 > t->cap && pend_grow(t) < 0))
+		return NULL;
+	for (i = pend_home(pid, t->cap); t->slot[i].pid; i = (i + 1) & (t->cap - 1))
+		;
+	memset(&t->slot[i], 0, sizeof(t->slot[i]));
+	t->slot[i].pid = pid;
+	t->n++;
+	return &t->slot[i];
+}
+
+static void pend_del(struct pend_table *t, struct pend *e)
+{
+	size_t i = (size_t)(e - t->slot), j = i, mask = t->cap - 1;
+
+	t->slot[i].pid = 0;
+	t->n--;
+	/* Backward shift: an entry after the hole moves into it unless its
+	 * home lies cyclically in (hole, entry]. */
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!t->slot[j].pid)
+			return;
+		size_t k = pend_home(t->slot[j].pid, t->cap);
+		if (((j - k) & mask) >= ((j - i) & mask)) {
+			t->slot[i] = t->slot[j];
+			t->slot[j].pid = 0;
+			i = j;
+		}
+	}
+}
+
+static void ask_light_scan(struct guard *g, int64_t now)
+{
+	int64_t at = now + GUARD_CHECK_DELAY_NS;
+
+	if (at < g->last_light_ns + GUARD_LIGHT_SOON_NS)
+		at = g->last_light_ns + GUARD_LIGHT_SOON_NS;
+	if (!g->light_soon_at || at < g->light_soon_at)
+		g->light_soon_at = at;
+}
+
+static void ask_sweep(struct guard *g, int64_t now)
+{
+	int64_t at = now + GUARD_CHECK_DELAY_NS;
+
+	if (at < g->last_sweep_ns + GUARD_SWEEP_SOON_NS)
+		at = g->last_sweep_ns + GUARD_SWEEP_SOON_NS;
+	if (at < g->sweep_at)
+		g->sweep_at = at;
+}
+
+/* A name of pid (in its namespace: nspid, key) appeared: look at pid a
+ * moment later, no sooner than GUARD_PID_RECHECK_NS after the last look. */
+static void note_pid(struct guard *g, pid_t pid, pid_t nspid, unsigned long long key, int64_t now)
+{
+	struct pend *e = pend_get(&g->pend, pid);
+	int64_t due = now + GUARD_CHECK_DELAY_NS;
+
+	if (!e) {
+		/* Full: what was not looked at is found by a full scan. */
+		g->n_events_dropped++;
+		ask_sweep(g, now);
+		return;
+	}
+	e->hint_nspid = nspid;
+	e->hint_key = key;
+	if (e->last_ns && due < e->last_ns + GUARD_PID_RECHECK_NS)
+		due = e->last_ns + GUARD_PID_RECHECK_NS;
+	if (!e->due_ns || due < e->due_ns)
+		e->due_ns = due;
+	if (!g->pend_due_min || e->due_ns < g->pend_due_min)
+		g->pend_due_min = e->due_ns;
+}
+
+/* A socket name appeared in the watched directory d. */
+static void note_name(struct guard *g, const struct watch_dir *d, const char *name, int64_t now)
+{
+	pid_t nspid;
+	unsigned long long key;
+
+	if (!discovery_parse_socket_name(name, &nspid, &key))
+		return;
+	g->n_socket_events++;
+	if (d && d->ns_dir) {
+		/* A container's directory: the name carries a pid of its
+		 * namespace. Look at the processes known there with that
+		 * pid, and let a light scan find a new one. */
+		for (size_t i = 0; i < g->n_procs; i++) {
+			const struct proc *p = g->procs[i];
+			if (p->t.other_mount_ns && p->t.nspid == nspid && !p->attached)
+				note_pid(g, p->t.pid, nspid, key, now);
+		}
+		ask_light_scan(g, now);
+		return;
+	}
+	if (kill(nspid, 0) < 0 && errno == ESRCH) {
+		/* No such pid: planted, or the name of a process in another
+		 * pid namespace (which a light scan finds). */
+		g->n_events_nopid++;
+		ask_light_scan(g, now);
+		return;
+	}
+	const struct proc *p = proc_find(g, nspid);
+	if (p && p->attached)
+		return; /* its pidfd says when it exits */
+	note_pid(g, nspid, nspid, key, now);
+}
+
+static const struct watch_dir *watch_dir_of_wd(struct guard *g, int wd)
+{
+	for (size_t i = 0; i < g->n_dirs; i++)
+		if (g->dirs[i].wd == wd)
+			return &g->dirs[i];
+	return NULL;
+}
+
+/* New names in the socket directories. At most 64 reads a turn, so that a
+ * flood of names cannot keep the loop from everything else (epoll reports
+ * the descriptor again). */
 static void on_inotify(struct loop *l, int fd, uint32_t events, void *ctx)
 {
 	struct guard *g = ctx;
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
-	int found = 0;
+	int64_t now = loop_now();
+	const struct watch_dir *last = NULL;
 	(void)l;
 	(void)events;
 
-	for (;;) {
+	for (int reads = 0; reads < 64; reads++) {
 		ssize_t n = read(fd, buf, sizeof(buf));
 		if (n <= 0)
 			break;
 		for (char *p = buf; p < buf + n;) {
 			const struct inotify_event *ev = (const struct inotify_event *)p;
-			if (ev->mask & IN_Q_OVERFLOW)
-				found = 1;
-			else if (ev->len > 0 && discovery_is_socket_name(ev->name))
-				found = 1;
+			if (ev->mask & IN_Q_OVERFLOW) {
+				g->n_events_dropped++;
+				ask_sweep(g, now);
+				ask_light_scan(g, now);
+			} else if (ev->len > 0) {
+				if (!last || last->wd != ev->wd)
+					last = watch_dir_of_wd(g, ev->wd);
+				note_name(g, last, ev->name, now);
+			}
 			if (ev->mask & IN_IGNORED) {
 				for (size_t i = 0; i < g->n_dirs; i++)
 					if (g->dirs[i].wd == ev->wd) {
 						g->dirs[i] = g->dirs[--g->n_dirs];
 						break;
 					}
+				last = NULL;
 			}
 			p += sizeof(*ev) + ev->len;
 		}
 	}
-	if (found)
-		schedule_rescan(g, GUARD_RESCAN_DELAY_NS);
+	arm_timer(g);
 }
 
 /* ---- processes: rules, attach, detach --------------------------------- */
@@ -421,6 +698,93 @@ static void detach(struct proc *p, const char *why)
 	log_info("detached from pid %d (%s): %s", (int)p->t.pid, p->name, why);
 }
 
+/* ---- descriptors ------------------------------------------------------ */
+
+/* Whether need more descriptors can be held without eating into the
+ * reserve. Estimated from what the guard holds; counted only near the limit. */
+static int fds_allow(struct guard *g, uint64_t need)
+{
+	uint64_t est = g->fd_base > 0 ? (uint64_t)g->fd_base : 0;
+	int open;
+
+	if (!g->fdl.soft)
+		return 1;
+	for (size_t i = 0; i < g->n_procs; i++) {
+		const struct proc *p = g->procs[i];
+		est += (p->session ? 1u : 0u) + (p->pidfd >= 0 ? 1u : 0u) + (p->job ? GUARD_FDS_PER_DUMP : 0u);
+	}
+	if (fds_room(est + GUARD_FDS_SLACK, need, GUARD_FDS_RESERVE, g->fdl.soft))
+		return 1;
+	open = fds_count_open();
+	return open < 0 || fds_room((uint64_t)open, need, GUARD_FDS_RESERVE, g->fdl.soft);
+}
+
+static size_t count_attached(const struct guard *g)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < g->n_procs; i++)
+		n += g->procs[i]->attached ? 1u : 0u;
+	return n;
+}
+
+/* p is not attached for want of descriptors: said once until that ends. */
+static void fd_wait_begin(struct proc *p)
+{
+	struct guard *g = p->g;
+
+	if (!p->fd_wait) {
+		p->fd_wait = 1;
+		g->n_fd_wait++;
+	}
+	if (g->fd_paused)
+		return;
+	g->fd_paused = 1;
+	int open = fds_count_open();
+	size_t attached = count_attached(g);
+	struct json_object *rec = proc_json(p);
+	json_object_object_add(rec, "open_fds", json_object_new_int(open));
+	json_object_object_add(rec, "fd_limit", json_object_new_int64((int64_t)g->fdl.soft));
+	json_object_object_add(rec, "fd_reserve", json_object_new_int(GUARD_FDS_RESERVE));
+	json_object_object_add(rec, "attached", json_object_new_int64((int64_t)attached));
+	journal_write(g->journal, "attach-paused", rec);
+	log_warn("descriptors: %d of %llu open; not attaching pid %d (%s) nor other new processes until some are "
+	         "free, keeping %d for discovery, the journal and dumps; the %zu attached processes are still served",
+	         open, (unsigned long long)g->fdl.soft, (int)p->t.pid, p->name, GUARD_FDS_RESERVE, attached);
+}
+
+/* p no longer waits for descriptors (attached, gone, or no rule wants it). */
+static void fd_wait_end(struct proc *p)
+{
+	struct guard *g = p->g;
+
+	if (!p->fd_wait)
+		return;
+	p->fd_wait = 0;
+	g->n_fd_wait--;
+	if (g->n_fd_wait > 0 || !g->fd_paused)
+		return;
+	g->fd_paused = 0;
+	int open = fds_count_open();
+	struct json_object *rec = json_object_new_object();
+	json_object_object_add(rec, "open_fds", json_object_new_int(open));
+	json_object_object_add(rec, "fd_limit", json_object_new_int64((int64_t)g->fdl.soft));
+	json_object_object_add(rec, "attached", json_object_new_int64((int64_t)count_attached(g)));
+	journal_write(g->journal, "attach-resumed", rec);
+	log_info("descriptors: %d of %llu open; attaching new processes again", open, (unsigned long long)g->fdl.soft);
+}
+
+static void skip_socket(struct dn_sock_id *skip, size_t *n, struct dn_sock_id id)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (skip[i].dev == id.dev && skip[i].ino == id.ino)
+			return;
+	if (*n == GUARD_SKIP_MAX) {
+		memmove(skip, skip + 1, (GUARD_SKIP_MAX - 1) * sizeof(*skip));
+		(*n)--;
+	}
+	skip[(*n)++] = id;
+}
+
 /* Starts (or restarts) the session with the subscription of p's rules. */
 static void attach(struct proc *p)
 {
@@ -435,6 +799,12 @@ static void attach(struct proc *p)
 	if (p->attached && session_subscription_equal(&sub, &p->sub))
 		return;
 	int again = p->attached;
+	/* A resubscription swaps one stream for another; a new attachment
+	 * takes a stream and a pidfd. */
+	if (!again && !fds_allow(g, p->pidfd >= 0 ? 1u : 2u)) {
+		fd_wait_begin(p);
+		return;
+	}
 	session_close(p);
 	p->session = session_new(&p->t, on_event, p);
 	if (!p->session) {
@@ -449,6 +819,9 @@ static void attach(struct proc *p)
 			p->gone = 1;
 			return;
 		}
+		/* Served by someone else now: not this socket again. */
+		if (r == -EPERM)
+			skip_socket(p->skip, &p->n_skip, p->t.sock);
 		p->backoff_ns = p->backoff_ns ? p->backoff_ns * 2 : GUARD_RETRY_MIN_NS;
 		if (p->backoff_ns > GUARD_RETRY_MAX_NS)
 			p->backoff_ns = GUARD_RETRY_MAX_NS;
@@ -465,6 +838,7 @@ static void attach(struct proc *p)
 	p->backoff_ns = 0;
 	p->attached = 1;
 	p->ever_attached = 1;
+	fd_wait_end(p);
 	p->sub = sub;
 	p->verbose.start_ns = loop_now();
 	loop_add(g->loop, session_fd(p->session), EPOLLIN, on_stream, p);
@@ -496,7 +870,7 @@ static void apply_rules(struct proc *p)
 	struct grule *nr = NULL;
 	size_t n = 0;
 
-	if (p->gone || p->refused)
+	if (p->gone)
 		return;
 	/* A dump in progress refers to its rule by index: rebuild after it
 	 * (on_dump_ready applies the rules again). */
@@ -537,9 +911,10 @@ static void apply_rules(struct proc *p)
 	free(p->rules);
 	p->rules = nr;
 	p->n_rules = n;
-	if (n == 0)
+	if (n == 0) {
+		fd_wait_end(p);
 		detach(p, "no rule matches it any more");
-	else if (!p->retry_ns)
+	} else if (!p->retry_ns)
 		attach(p);
 }
 
@@ -581,6 +956,7 @@ static void proc_remove(struct guard *g, struct proc *p, const char *why)
 		log_info("detached from pid %d (%s): %s", (int)p->t.pid, p->name, why);
 		p->attached = 0;
 	}
+	fd_wait_end(p);
 	forget_process_state(g, &p->t);
 	for (size_t i = 0; i < g->n_procs; i++)
 		if (g->procs[i] == p) {
@@ -590,12 +966,93 @@ static void proc_remove(struct guard *g, struct proc *p, const char *why)
 	proc_free(g, p);
 }
 
-/* A .NET process found: learn its name and command line, then apply rules. */
+/* Logs a refused or foreign socket once per (process, path), and no more
+ * than GUARD_WARN_PER_WINDOW a minute in all: anyone can plant names by the
+ * thousand, and the log must stay the operator's. */
+static void warn_socket(struct guard *g, const struct dn_target *t, const char *path, const char *line)
+{
+	uint64_t h = 1469598103934665603ULL;
+	int64_t now = loop_now();
+
+	for (const char *c = path; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	for (size_t i = 0; i < g->n_warned; i++)
+		if (g->warned[i].pid == t->pid && g->warned[i].starttime == t->starttime && g->warned[i].path_hash == h)
+			return;
+	g->warned[g->next_warned] = (struct warned){.pid = t->pid, .starttime = t->starttime, .path_hash = h};
+	g->next_warned = (g->next_warned + 1) % GUARD_WARNED_MAX;
+	if (g->n_warned < GUARD_WARNED_MAX)
+		g->n_warned++;
+	if (now - g->warn_window_ns >= GUARD_WARN_WINDOW_NS) {
+		if (g->warn_suppressed)
+			log_warn("%u more sockets of other users or processes ignored in the last minute, not logged "
+			         "one by one",
+			         g->warn_suppressed);
+		g->warn_window_ns = now;
+		g->warn_count = g->warn_suppressed = 0;
+	}
+	if (g->warn_count++ >= GUARD_WARN_PER_WINDOW) {
+		g->warn_suppressed++;
+		return;
+	}
+	log_warn("pid %d: %s", (int)t->pid, line);
+}
+
+static void warn_foreign(struct guard *g, const struct dn_target *t, const char *path, uid_t owner)
+{
+	char line[DISCOVERY_SOCK_MAX + 160];
+
+	discovery_describe_foreign(t, path, owner, line, sizeof(line));
+	warn_socket(g, t, path, line);
+}
+
+static void on_foreign(void *ctx, const struct dn_target *t, const char *path, uid_t owner)
+{
+	warn_foreign(ctx, t, path, owner);
+}
+
+/* t's socket was refused (r -EPERM: someone else listens on it) or dead
+ * (-ECONNREFUSED, -ENOENT): t is not added; its pid is looked at again after
+ * a backoff, without that socket if it was refused. */
+static void candidate_failed(struct guard *g, const struct dn_target *t, int r, const char *err)
+{
+	struct pend *e = pend_get(&g->pend, t->pid);
+	int64_t now = loop_now();
+
+	if (r == -EPERM) {
+		char line[1024];
+		snprintf(line, sizeof(line), "%s; looking for its own socket", err);
+		warn_socket(g, t, t->socket_path, line);
+	} else {
+		log_debug("pid %d: %s; looking again", (int)t->pid, err);
+	}
+	if (!e) {
+		g->n_events_dropped++;
+		ask_sweep(g, now);
+		return;
+	}
+	if (e->starttime != t->starttime) {
+		e->starttime = t->starttime;
+		e->n_skip = 0;
+		e->backoff_ns = 0;
+	}
+	if (r == -EPERM)
+		skip_socket(e->skip, &e->n_skip, t->sock);
+	e->backoff_ns = e->backoff_ns ? e->backoff_ns * 2 : GUARD_CAND_BACKOFF_MIN_NS;
+	if (e->backoff_ns > GUARD_CAND_BACKOFF_MAX_NS)
+		e->backoff_ns = GUARD_CAND_BACKOFF_MAX_NS;
+	e->due_ns = now + e->backoff_ns;
+	if (!g->pend_due_min || e->due_ns < g->pend_due_min)
+		g->pend_due_min = e->due_ns;
+}
+
+/* A .NET process found: learn its name and command line, then apply rules.
+ * A socket that is refused or dead is not kept (candidate_failed). */
 static void proc_add(struct guard *g, const struct dn_target *t)
 {
 	struct ipc_process_info *pi;
 	struct proc *p;
-	char err[256];
+	char err[512];
 
 	if (g->n_procs == g->cap_procs) {
 		size_t c = g->cap_procs ? g->cap_procs * 2 : 16;
@@ -605,32 +1062,39 @@ static void proc_add(struct guard *g, const struct dn_target *t)
 		g->procs = np;
 		g->cap_procs = c;
 	}
-	p = calloc(1, sizeof(*p));
 	pi = calloc(1, sizeof(*pi));
-	if (!p || !pi) {
-		free(p);
+	if (!pi)
+		return;
+	const struct ipc_endpoint ep = discovery_endpoint(t);
+	/* The entry assembly, when the runtime already knows it, names the
+	 * process; otherwise its executable or the dll "dotnet" runs. */
+	int r = ipc_process_info(&ep, GUARD_INFO_TIMEOUT_MS, pi, err, sizeof(err));
+	if (r == -EPERM || r == -ECONNREFUSED || r == -ENOENT) {
+		free(pi);
+		if (!discovery_exited(t->pid, t->starttime))
+			candidate_failed(g, t, r, err);
+		return;
+	}
+	if (r < 0) {
+		log_debug("pid %d: process info: %s", (int)t->pid, err);
+		pi->entry_assembly[0] = '\0';
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
 		free(pi);
 		return;
 	}
 	p->g = g;
 	p->t = *t;
 	p->pidfd = -1;
-	const struct ipc_endpoint ep = discovery_endpoint(t);
-	/* The entry assembly, when the runtime already knows it, names the
-	 * process; otherwise its executable or the dll "dotnet" runs. */
-	int r = ipc_process_info(&ep, GUARD_INFO_TIMEOUT_MS, pi, err, sizeof(err));
-	if (r == -EPERM) {
-		log_warn("pid %d: %s; not watching it", (int)t->pid, err);
-		p->refused = 1;
-	} else if (r < 0) {
-		log_debug("pid %d: process info: %s", (int)t->pid, err);
-	}
-	if (r < 0)
-		pi->entry_assembly[0] = '\0';
 	discovery_process_name(t, pi->entry_assembly, p->name, sizeof(p->name));
 	if (discovery_cmdline(t->pid, p->cmdline, sizeof(p->cmdline)) < 0)
 		snprintf(p->cmdline, sizeof(p->cmdline), "%s", pi->command_line);
 	free(pi);
+	/* Found: nothing more to look for under its pid. */
+	struct pend *e = pend_find(&g->pend, t->pid);
+	if (e)
+		pend_del(&g->pend, e);
 	g->procs[g->n_procs++] = p;
 	watch_dir_of_socket(g, t->socket_path);
 	log_debug("found .NET process %d (%s): %s", (int)t->pid, p->name, p->cmdline);
@@ -639,15 +1103,26 @@ static void proc_add(struct guard *g, const struct dn_target *t)
 		proc_remove(g, p, "exited");
 }
 
+/* Whether a pid is in the hands of its pend entry (a candidate of it failed
+ * and it is looked at again after a backoff): scans leave it alone. */
+static int pend_holds(struct guard *g, const struct dn_target *t)
+{
+	const struct pend *e = pend_find(&g->pend, t->pid);
+	return e && e->backoff_ns && e->starttime == t->starttime;
+}
+
 /* Full scan: every process with a diagnostics socket. */
 static void rescan(struct guard *g)
 {
 	struct dn_target *v = NULL;
 	size_t n = 0;
+	int64_t now = loop_now();
 	int r;
 
-	g->rescan_at = 0;
-	r = discovery_list(&v, &n);
+	g->n_full_scans++;
+	g->last_sweep_ns = now;
+	g->sweep_at = now + GUARD_SWEEP_NS;
+	r = discovery_list_ex(on_foreign, g, &v, &n);
 	if (r < 0) {
 		log_error("cannot list processes: %s", strerror(-r));
 		return;
@@ -664,6 +1139,8 @@ static void rescan(struct guard *g)
 			p->seen_scan = 1;
 			continue;
 		}
+		if (pend_holds(g, &v[i]))
+			continue;
 		proc_add(g, &v[i]);
 		p = proc_find(g, v[i].pid);
 		if (p)
@@ -688,17 +1165,22 @@ static int cmp_seen(const void *a, const void *b)
 	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-/* Light scan: probes only pids not seen before, or seen recently without a
- * socket (a runtime still starting). */
-static void light_scan(struct guard *g)
+/* Light scan: probes only pids not seen before, or (unless new_only) seen
+ * recently without a socket (a runtime still starting), by the name their
+ * runtime would use; at most GUARD_LIGHT_PROBES_MAX, the rest next time. */
+static void light_scan(struct guard *g, int new_only)
 {
 	struct seen_pid *now_seen = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, probes = 0;
 	int64_t now = loop_now();
 	DIR *d = opendir("/proc");
 	struct dirent *de;
 
-	g->light_at = now + GUARD_LIGHT_SCAN_NS;
+	g->n_light_scans++;
+	g->last_light_ns = now;
+	g->light_soon_at = 0;
+	if (!new_only)
+		g->light_at = now + GUARD_LIGHT_SCAN_NS;
 	if (!d)
 		return;
 	while ((de = readdir(d)) != NULL) {
@@ -706,12 +1188,17 @@ static void light_scan(struct guard *g)
 		long pid = strtol(de->d_name, &end, 10);
 		struct seen_pid key, *old;
 		struct dn_target t;
+		struct dn_find_opts o = {.exact_only = 1};
 		char err[8], dir[DISCOVERY_SOCK_MAX];
 
 		if (*end || pid <= 0 || pid > INT32_MAX)
 			continue;
 		key.pid = (pid_t)pid;
 		old = g->n_seen ? bsearch(&key, g->seen, g->n_seen, sizeof(key), cmp_seen) : NULL;
+		/* Beyond the probes allowed, a new pid is not recorded: it is
+		 * new again next time. */
+		if (!old && probes >= GUARD_LIGHT_PROBES_MAX)
+			continue;
 		key.first_ns = old ? old->first_ns : now;
 		if (n == cap) {
 			size_t c = cap ? cap * 2 : 256;
@@ -722,15 +1209,24 @@ static void light_scan(struct guard *g)
 			cap = c;
 		}
 		now_seen[n++] = key;
-		if (proc_find(g, (pid_t)pid) || (old && now - old->first_ns > GUARD_YOUNG_NS))
+		if (proc_find(g, (pid_t)pid) || (old && (new_only || now - old->first_ns > GUARD_YOUNG_NS)))
 			continue;
-		if (discovery_find((pid_t)pid, &t, err, sizeof(err)) == 0) {
+		const struct pend *e = pend_find(&g->pend, (pid_t)pid);
+		if (e && e->backoff_ns)
+			continue;
+		probes++;
+		if (discovery_find_ex((pid_t)pid, &o, &t, err, sizeof(err)) == 0) {
 			proc_add(g, &t);
-		} else if (!old && discovery_socket_dir((pid_t)pid, dir, sizeof(dir)) == 0 &&
-		           strncmp(dir, "/proc/", 6) == 0) {
-			/* A process in a container: its /tmp is where that
-			 * container's next .NET process will show up. */
-			watch_socket_dir(g, dir);
+		} else {
+			if (o.foreign[0])
+				warn_foreign(g, &t, o.foreign, o.foreign_uid);
+			if (!old && discovery_socket_dir((pid_t)pid, dir, sizeof(dir)) == 0 &&
+			    strncmp(dir, "/proc/", 6) == 0) {
+				/* A process in a container: its /tmp is where
+				 * that container's next .NET process will show
+				 * up. */
+				watch_socket_dir(g, dir);
+			}
 		}
 	}
 	closedir(d);
@@ -738,6 +1234,116 @@ static void light_scan(struct guard *g)
 	free(g->seen);
 	g->seen = now_seen;
 	g->n_seen = n;
+}
+
+/* Looks at pid (its pend entry is due): its start time, then the name its
+ * runtime would use and the last name seen of it. */
+static void pend_check(struct guard *g, pid_t pid, int64_t now)
+{
+	struct pend *e = pend_find(&g->pend, pid);
+	struct dn_target t;
+	unsigned long long st;
+	char hint[80], err[512];
+
+	if (!e)
+		return;
+	e->due_ns = 0;
+	e->last_ns = now;
+	g->n_pid_checks++;
+	if (discovery_starttime(pid, &st) < 0) {
+		pend_del(&g->pend, e);
+		return;
+	}
+	struct proc *p = proc_find(g, pid);
+	if (p && p->t.starttime == st) {
+		/* Known, and its attachment failing: a new name of it is
+		 * worth trying at once. */
+		if (!p->attached && p->retry_ns > now && !p->job)
+			p->retry_ns = now;
+		pend_del(&g->pend, e);
+		return;
+	}
+	if (p) {
+		proc_remove(g, p, "exited"); /* the pid is another process's now */
+		e = pend_find(&g->pend, pid);
+		if (!e)
+			return;
+	}
+	if (e->starttime != st) {
+		e->starttime = st;
+		e->n_skip = 0;
+		e->backoff_ns = 0;
+	}
+	struct dn_find_opts o = {.exact_only = 1, .skip = e->skip, .n_skip = e->n_skip};
+	if (e->hint_key) {
+		snprintf(hint, sizeof(hint), "dotnet-diagnostic-%d-%llu-socket", (int)e->hint_nspid, e->hint_key);
+		o.hint = hint;
+	}
+	int r = discovery_find_ex(pid, &o, &t, err, sizeof(err));
+	if (r == 0 && t.starttime == st) {
+		e->hint_key = 0;
+		proc_add(g, &t); /* removes the entry, or sets its backoff */
+		return;
+	}
+	if (r == 0) {
+		/* Another process took the pid between the two reads. */
+		e->due_ns = now + GUARD_CHECK_DELAY_NS;
+		return;
+	}
+	if (o.foreign[0])
+		warn_foreign(g, &t, o.foreign, o.foreign_uid);
+	if (r == -ESRCH || (r < 0 && !e->backoff_ns)) {
+		pend_del(&g->pend, e);
+		return;
+	}
+	/* A candidate failed before: keep looking, backing off. */
+	e->backoff_ns = e->backoff_ns ? e->backoff_ns * 2 : GUARD_CAND_BACKOFF_MIN_NS;
+	if (e->backoff_ns > GUARD_CAND_BACKOFF_MAX_NS)
+		e->backoff_ns = GUARD_CAND_BACKOFF_MAX_NS;
+	e->due_ns = now + e->backoff_ns;
+}
+
+/* Looks at the pids that are due, within the budget: GUARD_CHECKS_PER_SEC,
+ * at most GUARD_CHECKS_BURST a turn, taken round-robin through the table so
+ * that every pid gets its turn whatever the rest do. */
+static void pend_run(struct guard *g, int64_t now)
+{
+	pid_t due[GUARD_CHECKS_BURST];
+	size_t n = 0, budget, mask;
+
+	if (!g->pend_due_min || now < g->pend_due_min)
+		return;
+	g->check_tokens += (double)(now - g->tokens_ns) / 1e9 * GUARD_CHECKS_PER_SEC;
+	g->tokens_ns = now;
+	if (g->check_tokens > GUARD_CHECKS_BURST)
+		g->check_tokens = GUARD_CHECKS_BURST;
+	budget = g->check_tokens >= 1 ? (size_t)g->check_tokens : 0;
+	g->pend_due_min = 0;
+	if (!g->pend.cap)
+		return;
+	mask = g->pend.cap - 1;
+	for (size_t k = 0; k < g->pend.cap && n < budget; k++) {
+		size_t i = (g->pend.cursor + k) & mask;
+		const struct pend *e = &g->pend.slot[i];
+		if (e->pid && e->due_ns && e->due_ns <= now) {
+			due[n++] = e->pid;
+			g->pend.cursor = (i + 1) & mask;
+		}
+	}
+	g->check_tokens -= (double)n;
+	for (size_t i = 0; i < n; i++)
+		pend_check(g, due[i], now);
+	/* The next turn: the earliest due, and in 10 ms at the soonest for
+	 * those left over budget. */
+	for (size_t i = 0; i < g->pend.cap; i++) {
+		const struct pend *e = &g->pend.slot[i];
+		int64_t at;
+		if (!e->pid || !e->due_ns)
+			continue;
+		at = e->due_ns > now ? e->due_ns : now + 10000000LL;
+		if (!g->pend_due_min || at < g->pend_due_min)
+			g->pend_due_min = at;
+	}
 }
 
 /* ---- evaluation and dumps --------------------------------------------- */
@@ -899,6 +1505,25 @@ static void on_dump_ready(struct loop *l, int fd, uint32_t events, void *ctx)
 	arm_timer(g);
 }
 
+/* Before p is attached again, its socket is looked for anew: the one it had
+ * may be gone or served by someone else now, and its runtime's own name may
+ * have appeared. Cheap: the runtime's name and the current one are stat'ed. */
+static void refresh_socket(struct proc *p)
+{
+	struct dn_find_opts o = {.exact_only = 1, .skip = p->skip, .n_skip = p->n_skip};
+	const char *slash = strrchr(p->t.socket_path, '/');
+	struct dn_target t;
+	char err[8];
+
+	o.hint = slash ? slash + 1 : NULL;
+	if (discovery_find_ex(p->t.pid, &o, &t, err, sizeof(err)) < 0 || t.starttime != p->t.starttime)
+		return;
+	if (strcmp(t.socket_path, p->t.socket_path) != 0)
+		log_debug("pid %d: diagnostics socket now %s", (int)p->t.pid, t.socket_path);
+	memcpy(p->t.socket_path, t.socket_path, sizeof(p->t.socket_path));
+	p->t.sock = t.sock;
+}
+
 /* The session of p failed (err says how; its descriptor is out of the loop):
  * journal it and attach again later, backing off. */
 static void session_broke(struct proc *p, const char *err)
@@ -992,10 +1617,27 @@ static void on_timer(struct loop *l, void *ctx)
 		loop_set_timer(l, g->stop_deadline, on_timer, g);
 		return;
 	}
-	if (g->rescan_at && now >= g->rescan_at)
+	if (now >= g->sweep_at)
 		rescan(g);
 	if (now >= g->light_at)
-		light_scan(g);
+		light_scan(g, 0);
+	else if (g->light_soon_at && now >= g->light_soon_at)
+		light_scan(g, 1);
+	pend_run(g, now);
+	/* Processes waiting for descriptors, in turn, while there is room. */
+	for (size_t i = 0; i < g->n_procs && g->n_fd_wait > 0; i++) {
+		struct proc *p = g->procs[i];
+		if (!p->fd_wait || p->retry_ns || p->job)
+			continue;
+		attach(p);
+		if (p->gone) {
+			proc_remove(g, p, "exited");
+			i--;
+			continue;
+		}
+		if (p->fd_wait)
+			break;
+	}
 	for (size_t i = 0; i < g->n_procs; i++) {
 		struct proc *p = g->procs[i];
 		if (p->retry_ns && now >= p->retry_ns && !p->job) {
@@ -1005,6 +1647,7 @@ static void on_timer(struct loop *l, void *ctx)
 				i--;
 				continue;
 			}
+			refresh_socket(p);
 			attach(p);
 			if (p->gone) {
 				proc_remove(g, p, "exited");
@@ -1032,10 +1675,14 @@ static void arm_timer(struct guard *g)
 
 	if (g->stopping)
 		return;
-	if (g->rescan_at && g->rescan_at < deadline)
-		deadline = g->rescan_at;
+	if (g->sweep_at < deadline)
+		deadline = g->sweep_at;
 	if (g->light_at < deadline)
 		deadline = g->light_at;
+	if (g->light_soon_at && g->light_soon_at < deadline)
+		deadline = g->light_soon_at;
+	if (g->pend_due_min && g->pend_due_min < deadline)
+		deadline = g->pend_due_min;
 	for (size_t i = 0; i < g->n_procs; i++) {
 		const struct proc *p = g->procs[i];
 		if (p->retry_ns && p->retry_ns < deadline)
@@ -1200,6 +1847,19 @@ int guard_run(const struct guard_options *o)
 	g.o = o;
 	g.sigfd = g.inofd = -1;
 	g.start_ns = loop_now();
+	g.tokens_ns = g.start_ns;
+	g.check_tokens = GUARD_CHECKS_BURST;
+
+	/* Two descriptors per attached process: the soft limit (1024 under
+	 * systemd's default) would let a few hundred processes of anyone's
+	 * leave none for the rest. */
+	r = fds_raise_limit(&g.fdl);
+	if (r < 0)
+		log_warn("cannot raise the limit on open files (%s): %llu", strerror(-r),
+		         (unsigned long long)g.fdl.soft);
+	else if (o->verbose)
+		log_info("open files: soft limit %llu (was %llu), hard limit %llu", (unsigned long long)g.fdl.soft,
+		         (unsigned long long)g.fdl.soft_before, (unsigned long long)g.fdl.hard);
 
 	r = journal_open(o->journal_path, &g.journal, err, sizeof(err));
 	if (r < 0) {
@@ -1276,7 +1936,8 @@ int guard_run(const struct guard_options *o)
 		watch_socket_dir(&g, o->socket_dirs[i]);
 
 	rescan(&g);
-	light_scan(&g);
+	light_scan(&g, 0);
+	g.fd_base = fds_count_open();
 	{
 		const struct file_rule *const *active;
 		size_t attached = 0, n_rules = ruleset_active(g.rs, &active);
@@ -1298,6 +1959,21 @@ out:
 		struct json_object *rec = json_object_new_object();
 		json_object_object_add(rec, "exit_code", json_object_new_int(code));
 		json_object_object_add(rec, "processes", json_object_new_int((int)g.n_procs));
+		/* The work discovery did: what tests and figures read. */
+		struct dn_stats ds;
+		struct json_object *d = json_object_new_object();
+		discovery_get_stats(&ds);
+		json_object_object_add(d, "full_scans", json_object_new_int64((int64_t)g.n_full_scans));
+		json_object_object_add(d, "light_scans", json_object_new_int64((int64_t)g.n_light_scans));
+		json_object_object_add(d, "socket_names", json_object_new_int64((int64_t)g.n_socket_events));
+		json_object_object_add(d, "names_of_no_pid", json_object_new_int64((int64_t)g.n_events_nopid));
+		json_object_object_add(d, "pid_checks", json_object_new_int64((int64_t)g.n_pid_checks));
+		json_object_object_add(d, "names_dropped", json_object_new_int64((int64_t)g.n_events_dropped));
+		json_object_object_add(d, "probes", json_object_new_int64((int64_t)ds.probes));
+		json_object_object_add(d, "listings", json_object_new_int64((int64_t)ds.listings));
+		json_object_object_add(d, "listed_names", json_object_new_int64((int64_t)ds.listed_names));
+		json_object_object_add(d, "socket_stats", json_object_new_int64((int64_t)ds.lookups));
+		json_object_object_add(rec, "discovery", d);
 		journal_write(g.journal, "stop", rec);
 	}
 	while (g.n_procs > 0) {
@@ -1305,6 +1981,7 @@ out:
 		proc_free(&g, p);
 	}
 	free(g.procs);
+	free(g.pend.slot);
 	free(g.seen);
 	free(g.dirs);
 	free(g.kept);

@@ -1,0 +1,35 @@
+/* Open file descriptors: the process's limit and how many are open. The guard
+ * holds two descriptors per attached process (its event stream and its
+ * pidfd), so the default soft limit of 1024 would let about 500 processes,
+ * any user's, use them all up and leave none for finding the next process,
+ * the journal or a dump. */
+#ifndef DUMPWATCH_FDS_H
+#define DUMPWATCH_FDS_H
+
+#include <stdint.h>
+
+struct fds_limit {
+	uint64_t soft_before; /* RLIMIT_NOFILE's soft limit as we found it */
+	uint64_t soft;        /* ... and as it is now */
+	uint64_t hard;
+};
+
+/* Raises RLIMIT_NOFILE's soft limit to its hard limit (a process may do so
+ * without privilege). Select()-based code is unaffected: descriptors are
+ * still handed out lowest first, and those opened early stay below
+ * FD_SETSIZE. 0 or -errno; *out gets the figures either way. */
+int fds_raise_limit(struct fds_limit *out);
+
+/* The number of descriptors open in this process (the entries of
+ * /proc/self/fd, not counting the one used to list them), or -errno. Costs a
+ * directory listing: call it near the limit, not on every event. */
+int fds_count_open(void);
+
+/* Whether need more descriptors can be taken while open are in use under
+ * limit without eating into reserve. */
+static inline int fds_room(uint64_t open, uint64_t need, uint64_t reserve, uint64_t limit)
+{
+	return open + need + reserve <= limit;
+}
+
+#endif
