@@ -181,8 +181,9 @@ struct pend {
 	int64_t due_ns;               /* 0: not scheduled */
 	int64_t last_ns;              /* last look */
 	int64_t backoff_ns;           /* 0: no candidate failed */
-	pid_t hint_nspid;             /* the last name seen: its pid ... */
-	unsigned long long hint_key;  /* ... and key; 0: none */
+	int has_hint;                 /* the last name seen: */
+	pid_t hint_nspid;             /* its pid ... */
+	unsigned long long hint_key;  /* ... and key */
 	struct dn_sock_id skip[GUARD_SKIP_MAX];
 	size_t n_skip;
 };
@@ -532,6 +533,7 @@ static void note_pid(struct guard *g, pid_t pid, pid_t nspid, unsigned long long
 		ask_sweep(g, now);
 		return;
 	}
+	e->has_hint = 1;
 	e->hint_nspid = nspid;
 	e->hint_key = key;
 	if (e->last_ns && due < e->last_ns + GUARD_PID_RECHECK_NS)
@@ -1275,13 +1277,13 @@ static void pend_check(struct guard *g, pid_t pid, int64_t now)
 		e->backoff_ns = 0;
 	}
 	struct dn_find_opts o = {.exact_only = 1, .skip = e->skip, .n_skip = e->n_skip};
-	if (e->hint_key) {
+	if (e->has_hint) {
 		snprintf(hint, sizeof(hint), "dotnet-diagnostic-%d-%llu-socket", (int)e->hint_nspid, e->hint_key);
 		o.hint = hint;
 	}
 	int r = discovery_find_ex(pid, &o, &t, err, sizeof(err));
 	if (r == 0 && t.starttime == st) {
-		e->hint_key = 0;
+		e->has_hint = 0;
 		proc_add(g, &t); /* removes the entry, or sets its backoff */
 		return;
 	}
@@ -1322,8 +1324,9 @@ static void pend_run(struct guard *g, int64_t now)
 	if (!g->pend.cap)
 		return;
 	mask = g->pend.cap - 1;
+	size_t start = g->pend.cursor;
 	for (size_t k = 0; k < g->pend.cap && n < budget; k++) {
-		size_t i = (g->pend.cursor + k) & mask;
+		size_t i = (start + k) & mask;
 		const struct pend *e = &g->pend.slot[i];
 		if (e->pid && e->due_ns && e->due_ns <= now) {
 			due[n++] = e->pid;

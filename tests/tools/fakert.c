@@ -11,8 +11,11 @@
  *   huge      the trace header, then a block claiming 2 GB
  *   flood     the trace's blocks over and over, as fast as the reader takes them
  *   badreply  a reply to ProcessInfo with a broken header and absurd size
+ *   idle      nothing at all after the reply to CollectTracing: a runtime
+ *             with nothing to say (the connection stays open); needs no trace
  *
- * usage: dw_fakert --mode MODE --trace FILE.nettrace
+ * usage: dw_fakert --mode MODE --trace FILE.nettrace [--name NAME]
+ * --name: the entry assembly ProcessInfo reports (default FakeRuntime).
  * Prints "ready pid=N" once listening. StopTracing is answered; a dump
  * request is refused. Runs until killed. */
 #include <errno.h>
@@ -30,6 +33,11 @@
 #include "dumpwatch/nettrace.h"
 
 static const char *mode;
+static const char *entry_name = "FakeRuntime";
+/* idle: the open streams, ended on StopTracing as a runtime ends its own. */
+static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
+static int idle_fds[64];
+static size_t n_idle;
 static uint8_t *trace;
 static size_t trace_len;
 static size_t cut_mid;       /* a length that ends inside a block */
@@ -103,7 +111,7 @@ static void process_info2(int fd)
 	k += put_str(p + k, "FakeRuntime --hostile");
 	k += put_str(p + k, "Linux");
 	k += put_str(p + k, "x64");
-	k += put_str(p + k, "FakeRuntime");
+	k += put_str(p + k, entry_name);
 	k += put_str(p + k, "10.0.0");
 	reply(fd, 0x00, p, k);
 }
@@ -137,6 +145,22 @@ static void stream(int fd)
 				return;
 		for (;;)
 			pause();
+	} else if (strcmp(mode, "idle") == 0) {
+		uint8_t b[256];
+		size_t slot = SIZE_MAX;
+		pthread_mutex_lock(&idle_lock);
+		if (n_idle < sizeof(idle_fds) / sizeof(idle_fds[0])) {
+			slot = n_idle;
+			idle_fds[n_idle++] = fd;
+		}
+		pthread_mutex_unlock(&idle_lock);
+		/* Until the reader goes away or stops the session. */
+		while (read(fd, b, sizeof(b)) > 0)
+			;
+		pthread_mutex_lock(&idle_lock);
+		if (slot != SIZE_MAX)
+			idle_fds[slot] = -1;
+		pthread_mutex_unlock(&idle_lock);
 	} else if (strcmp(mode, "flood") == 0) {
 		write_all(fd, trace, blocks_start);
 		/* Whole blocks, over and over: a length that is a multiple of
@@ -178,6 +202,11 @@ static void *serve(void *arg)
 	} else if (cmd == 0x0201) {
 		uint64_t session = 0x5e55;
 		reply(fd, 0x00, &session, 8);
+		pthread_mutex_lock(&idle_lock);
+		for (size_t i = 0; i < n_idle; i++)
+			if (idle_fds[i] >= 0)
+				shutdown(idle_fds[i], SHUT_RDWR);
+		pthread_mutex_unlock(&idle_lock);
 	} else {
 		uint32_t hr = 0x80004005u;
 		reply(fd, 0xFF, &hr, 4);
@@ -244,9 +273,13 @@ int main(int argc, char **argv)
 			mode = argv[i + 1];
 		else if (strcmp(argv[i], "--trace") == 0)
 			trace_path = argv[i + 1];
+		else if (strcmp(argv[i], "--name") == 0)
+			entry_name = argv[i + 1];
 	}
-	if (!mode || !trace_path || load_trace(trace_path) < 0) {
-		fprintf(stderr, "usage: dw_fakert --mode MODE --trace FILE.nettrace (a readable trace)\n");
+	int idle = mode && strcmp(mode, "idle") == 0;
+	if (!mode || (!idle && (!trace_path || load_trace(trace_path) < 0))) {
+		fprintf(stderr,
+		        "usage: dw_fakert --mode MODE --trace FILE.nettrace (a readable trace) [--name NAME]\n");
 		return 1;
 	}
 
@@ -260,8 +293,8 @@ int main(int argc, char **argv)
 	if (n > 0) {
 		buf[n] = '\0';
 		char *q = strrchr(buf, ')');
-		/* Field 22, starttime: 20 fields after the state (field 3). */
-		for (int field = 3; q && field < 22; field++)
+		/* Field 22, starttime: after the 20th space following the last ")". */
+		for (int field = 3; q && field <= 22; field++)
 			q = strchr(q + 1, ' ');
 		if (q)
 			start = strtoull(q + 1, NULL, 10);
