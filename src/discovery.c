@@ -377,7 +377,7 @@ struct lookup {
 	unsigned long long starttime;
 	time_t started; /* start_wall(starttime) */
 	uid_t uid;
-	const struct dn_find_opts *o; /* skip list, hint; may be NULL */
+	const struct dn_find_opts *o; /* skip list, hints; may be NULL */
 	int dir_err;                  /* -EACCES when the directory cannot be searched */
 	/* The socket found: */
 	char name[128];
@@ -441,11 +441,18 @@ static void lookup_take(struct lookup *lk, const char *name, unsigned long long 
 	lk->key = key;
 }
 
+/* Whether the candidate (st, key) is newer than lk's current one: later
+ * mtime, on a tie the larger key (the later start). */
+static int newer(const struct lookup *lk, const struct stat *st, unsigned long long key)
+{
+	int c = ts_cmp(st->st_mtim, lk->mtime);
+	return c > 0 || (c == 0 && key > lk->key);
+}
+
 /* Finds lk's socket: the name its runtime uses ({nspid}-{starttime}) first,
- * then the hint (a name just seen created), then, with a listing, the newest
- * other socket of its pid (on a tie the larger key, the later start). The
- * listing is read only when the first two fail. 0 with lk->name set, or
- * -ENOENT. */
+ * then the newest of the hints (names just seen created) and, with a
+ * listing, of every other socket of its pid. The listing is read only when
+ * the first two fail. 0 with lk->name set, or -ENOENT. */
 static int lookup_run(struct lookup *lk, struct dir_listing *l)
 {
 	struct stat st;
@@ -463,10 +470,14 @@ static int lookup_run(struct lookup *lk, struct dir_listing *l)
 			return 0;
 		}
 	}
-	if (lk->o && lk->o->hint && parse_socket_name(lk->o->hint, &hpid, &hkey) &&
-	    hpid == (unsigned long long)lk->nspid && hkey != lk->starttime && strlen(lk->o->hint) < sizeof(name)) {
+	for (size_t i = 0; lk->o && i < lk->o->n_hints; i++) {
+		const char *h = lk->o->hints[i];
+		if (!h || !parse_socket_name(h, &hpid, &hkey) || hpid != (unsigned long long)lk->nspid ||
+		    hkey == lk->starttime || strlen(h) >= sizeof(name))
+			continue;
 		sock_name_format(name, sizeof(name), hpid, hkey);
-		if (strcmp(name, lk->o->hint) == 0 && sock_check(lk, name, 0, &st) == SOCK_OK) {
+		if (strcmp(name, h) == 0 && sock_check(lk, name, 0, &st) == SOCK_OK &&
+		    (!found || newer(lk, &st, hkey))) {
 			lookup_take(lk, name, hkey, &st);
 			found = 1;
 		}
@@ -484,14 +495,13 @@ static int lookup_run(struct lookup *lk, struct dir_listing *l)
 	}
 	for (size_t i = lo; i < l->n && l->e[i].pid == (unsigned long long)lk->nspid; i++) {
 		const struct sock_name *s = &l->e[i];
-		int c;
 
 		if (s->key == lk->starttime || (found && s->key == lk->key))
 			continue;
 		sock_name_format(name, sizeof(name), s->pid, s->key);
 		if (sock_check(lk, name, 0, &st) != SOCK_OK)
 			continue;
-		if (!found || (c = ts_cmp(st.st_mtim, lk->mtime)) > 0 || (c == 0 && s->key > lk->key)) {
+		if (!found || newer(lk, &st, s->key)) {
 			lookup_take(lk, name, s->key, &st);
 			found = 1;
 		}

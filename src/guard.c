@@ -100,6 +100,7 @@
 #define GUARD_PEND_MAX 8192                     /* pids waiting to be looked at */
 #define GUARD_CAND_BACKOFF_MIN_NS 50000000LL    /* a candidate refused or dead: look again after */
 #define GUARD_CAND_BACKOFF_MAX_NS 30000000000LL /* ... backing off to */
+#define GUARD_HINTS_MAX 4                       /* names of one pid remembered until it is looked at */
 #define GUARD_SKIP_MAX 4                        /* sockets of one process found served by someone else */
 #define GUARD_WARNED_MAX 256                    /* (process, path) pairs whose refusal was logged */
 #define GUARD_WARN_WINDOW_NS 60000000000LL      /* refusals logged per window, at most ... */
@@ -181,9 +182,9 @@ struct pend {
 	int64_t due_ns;               /* 0: not scheduled */
 	int64_t last_ns;              /* last look */
 	int64_t backoff_ns;           /* 0: no candidate failed */
-	int has_hint;                 /* the last name seen: */
-	pid_t hint_nspid;             /* its pid ... */
-	unsigned long long hint_key;  /* ... and key */
+	size_t n_hints, next_hint;    /* the last names seen of it: */
+	pid_t hint_nspid[GUARD_HINTS_MAX];
+	unsigned long long hint_key[GUARD_HINTS_MAX];
 	struct dn_sock_id skip[GUARD_SKIP_MAX];
 	size_t n_skip;
 };
@@ -526,6 +527,7 @@ static void note_pid(struct guard *g, pid_t pid, pid_t nspid, unsigned long long
 {
 	struct pend *e = pend_get(&g->pend, pid);
 	int64_t due = now + GUARD_CHECK_DELAY_NS;
+	size_t i;
 
 	if (!e) {
 		/* Full: what was not looked at is found by a full scan. */
@@ -533,9 +535,16 @@ static void note_pid(struct guard *g, pid_t pid, pid_t nspid, unsigned long long
 		ask_sweep(g, now);
 		return;
 	}
-	e->has_hint = 1;
-	e->hint_nspid = nspid;
-	e->hint_key = key;
+	for (i = 0; i < e->n_hints; i++)
+		if (e->hint_nspid[i] == nspid && e->hint_key[i] == key)
+			break;
+	if (i == e->n_hints) {
+		e->hint_nspid[e->next_hint] = nspid;
+		e->hint_key[e->next_hint] = key;
+		e->next_hint = (e->next_hint + 1) % GUARD_HINTS_MAX;
+		if (e->n_hints < GUARD_HINTS_MAX)
+			e->n_hints++;
+	}
 	if (e->last_ns && due < e->last_ns + GUARD_PID_RECHECK_NS)
 		due = e->last_ns + GUARD_PID_RECHECK_NS;
 	if (!e->due_ns || due < e->due_ns)
@@ -1245,7 +1254,8 @@ static void pend_check(struct guard *g, pid_t pid, int64_t now)
 	struct pend *e = pend_find(&g->pend, pid);
 	struct dn_target t;
 	unsigned long long st;
-	char hint[80], err[512];
+	char hint[GUARD_HINTS_MAX][80], err[512];
+	const char *hints[GUARD_HINTS_MAX];
 
 	if (!e)
 		return;
@@ -1277,13 +1287,16 @@ static void pend_check(struct guard *g, pid_t pid, int64_t now)
 		e->backoff_ns = 0;
 	}
 	struct dn_find_opts o = {.exact_only = 1, .skip = e->skip, .n_skip = e->n_skip};
-	if (e->has_hint) {
-		snprintf(hint, sizeof(hint), "dotnet-diagnostic-%d-%llu-socket", (int)e->hint_nspid, e->hint_key);
-		o.hint = hint;
+	for (size_t i = 0; i < e->n_hints; i++) {
+		snprintf(hint[i], sizeof(hint[i]), "dotnet-diagnostic-%d-%llu-socket", (int)e->hint_nspid[i],
+		         e->hint_key[i]);
+		hints[i] = hint[i];
 	}
+	o.hints = hints;
+	o.n_hints = e->n_hints;
 	int r = discovery_find_ex(pid, &o, &t, err, sizeof(err));
 	if (r == 0 && t.starttime == st) {
-		e->has_hint = 0;
+		e->n_hints = e->next_hint = 0;
 		proc_add(g, &t); /* removes the entry, or sets its backoff */
 		return;
 	}
@@ -1518,7 +1531,9 @@ static void refresh_socket(struct proc *p)
 	struct dn_target t;
 	char err[8];
 
-	o.hint = slash ? slash + 1 : NULL;
+	const char *hint = slash ? slash + 1 : NULL;
+	o.hints = &hint;
+	o.n_hints = hint ? 1 : 0;
 	if (discovery_find_ex(p->t.pid, &o, &t, err, sizeof(err)) < 0 || t.starttime != p->t.starttime)
 		return;
 	if (strcmp(t.socket_path, p->t.socket_path) != 0)

@@ -57,10 +57,13 @@ int discovery_find(pid_t pid, struct dn_target *out, char *err, size_t errlen);
 
 /* How discovery_find_ex looks. */
 struct dn_find_opts {
-	/* Look only at the runtime's own name and at hint, never list the
-	 * directory: a cost that does not grow with what others put there. */
+	/* Look only at the runtime's own name and at the hints, never list
+	 * the directory: a cost that does not grow with what others put there. */
 	int exact_only;
-	const char *hint;              /* a socket name just seen created, tried second; NULL: none */
+	/* Socket names just seen created, tried after the runtime's own name
+	 * (the newest that qualifies wins). */
+	const char *const *hints;
+	size_t n_hints;
 	const struct dn_sock_id *skip; /* sockets found served by someone else: not candidates */
 	size_t n_skip;
 	/* Out: a socket under the process's name that another uid owns, skipped

@@ -274,12 +274,29 @@ static void test_dir_candidates(void)
 	discovery_get_stats(&after);
 	CHECK(after.listings == before.listings);
 	/* ... but a hint (a name just seen created) is looked at. */
-	o.hint = "dotnet-diagnostic-40-901-socket";
+	const char *hint[2] = {"dotnet-diagnostic-40-901-socket", NULL};
+	o.hints = hint;
+	o.n_hints = 1;
 	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), &o, out, sizeof(out)) == 0);
 	CHECK_STR(out, "dotnet-diagnostic-40-901-socket");
-	o.hint = "dotnet-diagnostic-41-901-socket"; /* another pid's: ignored */
+	hint[0] = "dotnet-diagnostic-41-901-socket"; /* another pid's: ignored */
 	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), &o, out, sizeof(out)) == -ENOENT);
-	o.hint = "dotnet-diagnostic-40-0901-socket"; /* not as a runtime writes it */
+	hint[0] = "dotnet-diagnostic-40-0901-socket"; /* not as a runtime writes it */
+	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), &o, out, sizeof(out)) == -ENOENT);
+	/* Of several hints, the newest socket. */
+	make_socket(dir, "dotnet-diagnostic-40-902-socket", now + 9);
+	hint[0] = "dotnet-diagnostic-40-901-socket";
+	hint[1] = "dotnet-diagnostic-40-902-socket";
+	o.n_hints = 2;
+	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), &o, out, sizeof(out)) == 0);
+	CHECK_STR(out, "dotnet-diagnostic-40-902-socket");
+	hint[1] = "dotnet-diagnostic-40-903-socket"; /* gone */
+	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), &o, out, sizeof(out)) == 0);
+	CHECK_STR(out, "dotnet-diagnostic-40-901-socket");
+	snprintf(p, sizeof(p), "%s/dotnet-diagnostic-40-902-socket", dir);
+	unlink(p);
+	hint[0] = "dotnet-diagnostic-40-0901-socket";
+	o.n_hints = 1;
 	CHECK(dn_find_socket_in_dir(dir, 40, 900, getuid(), &o, out, sizeof(out)) == -ENOENT);
 	memset(&o, 0, sizeof(o));
 
