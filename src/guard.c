@@ -237,6 +237,7 @@ struct guard {
 	int fd_paused; /* attach-paused journaled, attach-resumed not yet */
 	size_t n_fd_wait;
 	/* Work done, in the stop record. */
+	uint64_t n_full_scan_listings;
 	uint64_t n_full_scans, n_light_scans, n_socket_events, n_pid_checks, n_events_dropped, n_events_nopid;
 	int stopping;
 	int64_t stop_deadline;
@@ -1125,6 +1126,7 @@ static int pend_holds(struct guard *g, const struct dn_target *t)
 /* Full scan: every process with a diagnostics socket. */
 static void rescan(struct guard *g)
 {
+	struct dn_stats before, after;
 	struct dn_target *v = NULL;
 	size_t n = 0;
 	int64_t now = loop_now();
@@ -1133,7 +1135,10 @@ static void rescan(struct guard *g)
 	g->n_full_scans++;
 	g->last_sweep_ns = now;
 	g->sweep_at = now + GUARD_SWEEP_NS;
+	discovery_get_stats(&before);
 	r = discovery_list_ex(on_foreign, g, &v, &n);
+	discovery_get_stats(&after);
+	g->n_full_scan_listings += after.listings - before.listings;
 	if (r < 0) {
 		log_error("cannot list processes: %s", strerror(-r));
 		return;
@@ -1901,10 +1906,8 @@ int guard_run(const struct guard_options *o)
 			g.n_kept = n;
 			/* Drop records of processes that are gone. */
 			for (size_t i = 0; i < g.n_kept;) {
-				struct dn_target t;
-				char e2[8];
-				if (discovery_find(g.kept[i].pid, &t, e2, sizeof(e2)) == 0 &&
-				    t.starttime == g.kept[i].starttime)
+				unsigned long long st;
+				if (discovery_starttime(g.kept[i].pid, &st) == 0 && st == g.kept[i].starttime)
 					i++;
 				else
 					g.kept[i] = g.kept[--g.n_kept];
@@ -1989,6 +1992,8 @@ out:
 		json_object_object_add(d, "names_dropped", json_object_new_int64((int64_t)g.n_events_dropped));
 		json_object_object_add(d, "probes", json_object_new_int64((int64_t)ds.probes));
 		json_object_object_add(d, "listings", json_object_new_int64((int64_t)ds.listings));
+		json_object_object_add(d, "listings_outside_full_scans",
+		                       json_object_new_int64((int64_t)(ds.listings - g.n_full_scan_listings)));
 		json_object_object_add(d, "listed_names", json_object_new_int64((int64_t)ds.listed_names));
 		json_object_object_add(d, "socket_stats", json_object_new_int64((int64_t)ds.lookups));
 		json_object_object_add(rec, "discovery", d);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints every benchmark figure dumpwatch publishes: parser throughput on a
 # recorded trace, detection latency over 10 runs, dumpwatch's own RSS and CPU
-# while watching, and the guard's attach latency and cost. Figures only, never pass/fail. Builds first.
+# while watching, the guard's attach latency and cost, and the guard under a
+# storm of planted socket names. Figures only, never pass/fail. Builds first.
 #   usage: tests/bench/run.sh [BUILD_DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -23,3 +24,6 @@ echo "== dumpwatch's cost while watching"
 echo
 echo "== the guard (--rules-dir): attach latency and cost"
 "$here/tests/bench/guard_attach.sh" "$build" 20 8
+echo
+echo "== the guard under a storm of planted socket names"
+"$here/tests/bench/storm.sh" "$build" 5
