@@ -93,7 +93,7 @@
 #define GUARD_LIGHT_PROBES_MAX 512              /* pids probed per light scan; the rest next time */
 #define GUARD_SWEEP_NS 30000000000LL            /* full scan */
 #define GUARD_SWEEP_SOON_NS 5000000000LL        /* least time between full scans after lost events */
-#define GUARD_CHECK_DELAY_NS 20000000LL         /* a name appeared: look 20 ms later (a runtime binds, then listens) */
+#define GUARD_CHECK_DELAY_NS 20000000LL         /* a name appeared: look then (bind, then listen) */
 #define GUARD_PID_RECHECK_NS 100000000LL        /* one pid looked at no more often */
 #define GUARD_CHECKS_PER_SEC 2000               /* pids looked at per second, at most */
 #define GUARD_CHECKS_BURST 200                  /* ... and per turn */
@@ -119,6 +119,7 @@
 /* Below the limit by more than this (estimated), descriptors are not counted. */
 #define GUARD_FDS_SLACK 64
 #define GUARD_FDS_PER_DUMP 8
+#define GUARD_FDS_RECOUNT_NS 100000000LL
 #define GUARD_RETRY_MIN_NS 2000000000LL   /* attach failed: first retry */
 #define GUARD_RETRY_MAX_NS 300000000000LL /* ... backing off to */
 #define GUARD_INFO_TIMEOUT_MS 1000
@@ -233,8 +234,9 @@ struct guard {
 	unsigned warn_count, warn_suppressed;
 	/* Descriptors. */
 	struct fds_limit fdl;
-	int fd_base;   /* open when the guard started serving */
-	int fd_paused; /* attach-paused journaled, attach-resumed not yet */
+	int fd_base;                                 /* open when the guard started serving */
+	int64_t fd_count, fd_count_est, fd_count_ns; /* the last count, the estimate then, when */
+	int fd_paused;                               /* attach-paused journaled, attach-resumed not yet */
 	size_t n_fd_wait;
 	/* Work done, in the stop record. */
 	uint64_t n_full_scan_listings;
@@ -713,22 +715,33 @@ static void detach(struct proc *p, const char *why)
 /* ---- descriptors ------------------------------------------------------ */
 
 /* Whether need more descriptors can be held without eating into the
- * reserve. Estimated from what the guard holds; counted only near the limit. */
+ * reserve. Estimated from what the guard holds; near the limit, counted in
+ * /proc/self/fd, at most every GUARD_FDS_RECOUNT_NS (in between, the count
+ * moves with the estimate), so that a flood of processes at the limit does
+ * not list a directory of tens of thousands of descriptors for each. */
 static int fds_allow(struct guard *g, uint64_t need)
 {
-	uint64_t est = g->fd_base > 0 ? (uint64_t)g->fd_base : 0;
-	int open;
+	int64_t est = g->fd_base > 0 ? g->fd_base : 0, open, now;
 
 	if (!g->fdl.soft)
 		return 1;
 	for (size_t i = 0; i < g->n_procs; i++) {
 		const struct proc *p = g->procs[i];
-		est += (p->session ? 1u : 0u) + (p->pidfd >= 0 ? 1u : 0u) + (p->job ? GUARD_FDS_PER_DUMP : 0u);
+		est += (p->session ? 1 : 0) + (p->pidfd >= 0 ? 1 : 0) + (p->job ? GUARD_FDS_PER_DUMP : 0);
 	}
-	if (fds_room(est + GUARD_FDS_SLACK, need, GUARD_FDS_RESERVE, g->fdl.soft))
+	if (fds_room((uint64_t)est + GUARD_FDS_SLACK, need, GUARD_FDS_RESERVE, g->fdl.soft))
 		return 1;
-	open = fds_count_open();
-	return open < 0 || fds_room((uint64_t)open, need, GUARD_FDS_RESERVE, g->fdl.soft);
+	now = loop_now();
+	if (!g->fd_count_ns || now - g->fd_count_ns >= GUARD_FDS_RECOUNT_NS) {
+		int n = fds_count_open();
+		if (n < 0)
+			return 1;
+		g->fd_count = n;
+		g->fd_count_est = est;
+		g->fd_count_ns = now;
+	}
+	open = g->fd_count + (est - g->fd_count_est);
+	return fds_room(open > 0 ? (uint64_t)open : 0, need, GUARD_FDS_RESERVE, g->fdl.soft);
 }
 
 static size_t count_attached(const struct guard *g)
@@ -813,7 +826,7 @@ static void attach(struct proc *p)
 	int again = p->attached;
 	/* A resubscription swaps one stream for another; a new attachment
 	 * takes a stream and a pidfd. */
-	if (!again && !fds_allow(g, p->pidfd >= 0 ? 1u : 2u)) {
+	if (!again && !fds_allow(g, p->pidfd >= 0 ? GUARD_FDS_PER_PROCESS - 1u : GUARD_FDS_PER_PROCESS)) {
 		fd_wait_begin(p);
 		return;
 	}
@@ -1956,9 +1969,9 @@ int guard_run(const struct guard_options *o)
 	for (size_t i = 0; i < o->n_socket_dirs; i++)
 		watch_socket_dir(&g, o->socket_dirs[i]);
 
+	g.fd_base = fds_count_open();
 	rescan(&g);
 	light_scan(&g, 0);
-	g.fd_base = fds_count_open();
 	{
 		const struct file_rule *const *active;
 		size_t attached = 0, n_rules = ruleset_active(g.rs, &active);
