@@ -715,6 +715,7 @@ static int probe_pid(pid_t pid, struct dn_target *t, struct probe *pr, char *err
 		snprintf(pr->tmpdir, sizeof(pr->tmpdir), "/tmp");
 	for (size_t k = strlen(pr->tmpdir); k > 1 && pr->tmpdir[k - 1] == '/'; k--)
 		pr->tmpdir[k - 1] = '\0';
+	memcpy(t->tmpdir, pr->tmpdir, sizeof(t->tmpdir));
 
 	t->other_mount_ns = !same_ns(pid, "mnt");
 	if (pr->tmpdir[0] != '/')

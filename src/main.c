@@ -47,6 +47,8 @@ static void usage(FILE *f)
 	      "  -d, --dump-dir DIR       where dumps go (default: the current directory)\n"
 	      "  -t, --dump-type TYPE     normal | withheap | triage | full (default withheap)\n"
 	      "      --dump-via HOW       runtime | exec | auto (default auto: the runtime's dump command)\n"
+	      "      --createdump PATH    the createdump that --dump-via exec runs (default: the host's runtime\n"
+	      "                           of the target's version); implies --dump-via exec\n"
 	      "  -n, --max-dumps N        exit after the N-th dump (default 1; 0 = no limit)\n"
 	      "  -c, --cooldown DURATION  least time between two dumps (default 10s)\n"
 	      "  -j, --journal FILE       append a JSON line for every attach, fire, dump and failure\n"
@@ -340,13 +342,15 @@ int main(int argc, char **argv)
 		OPT_MIN_FREE,
 		OPT_STORE_MAX_SIZE,
 		OPT_STORE_MAX_COUNT,
-		OPT_STORE_FULL
+		OPT_STORE_FULL,
+		OPT_CREATEDUMP
 	};
 	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
 	                                     {"when", required_argument, NULL, 'w'},
 	                                     {"dump-dir", required_argument, NULL, 'd'},
 	                                     {"dump-type", required_argument, NULL, 't'},
 	                                     {"dump-via", required_argument, NULL, OPT_VIA},
+	                                     {"createdump", required_argument, NULL, OPT_CREATEDUMP},
 	                                     {"max-dumps", required_argument, NULL, 'n'},
 	                                     {"cooldown", required_argument, NULL, 'c'},
 	                                     {"journal", required_argument, NULL, 'j'},
@@ -373,7 +377,7 @@ int main(int argc, char **argv)
 	struct store_limits store = {.min_free_pct = STORE_DEFAULT_MIN_FREE_PCT};
 	int limits_given = 0;
 	char err[512], dir[PATH_MAX];
-	const char *dump_dir = ".";
+	const char *dump_dir = ".", *createdump = NULL;
 	int64_t cooldown = 10000000000LL, interval = 1000000000LL;
 	long max_dumps = 1;
 	int c;
@@ -431,6 +435,17 @@ int main(int argc, char **argv)
 				return DW_EXIT_USAGE;
 			}
 			break;
+		case OPT_CREATEDUMP: {
+			char resolved[PATH_MAX];
+			/* Checked now, so that a file root must not run is a
+			 * usage error at start, not a failed dump at 3 a.m. */
+			if (dump_find_createdump(NULL, optarg, resolved, sizeof(resolved), err, sizeof(err)) < 0) {
+				log_error("--createdump: %s", err);
+				return DW_EXIT_USAGE;
+			}
+			createdump = optarg;
+			break;
+		}
 		case 'n': {
 			limits_given = 1;
 			char *end;
@@ -542,10 +557,19 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (createdump) {
+		if (o.via == DUMP_VIA_RUNTIME) {
+			log_error("--createdump is what --dump-via exec runs; it cannot go with --dump-via runtime");
+			return DW_EXIT_USAGE;
+		}
+		o.via = DUMP_VIA_EXEC;
+	}
 	o.store = store;
 	o.dump_timeout_ns = dump_timeout;
+	o.createdump = createdump;
 	go.store = store;
 	go.dump_timeout_ns = dump_timeout;
+	go.createdump = createdump;
 	if (rules_dir)
 		return run_guard(&go, rules_dir, dump_dir, o.journal_path, state_dir, o.via, interval, stop_timeout,
 		                 o.verbose, o.pid || rule.n_conds || limits_given || argc - optind > 0);

@@ -24,6 +24,9 @@ struct dn_target {
 	/* A path this process can connect(2) to (it may go through
 	 * /proc/{pid}/root; sun_path limits are handled by ipc_connect). */
 	char socket_path[DISCOVERY_SOCK_MAX];
+	/* Its TMPDIR as the process itself sees it (absolute, or as the
+	 * environment gave it): where its runtime makes the socket. */
+	char tmpdir[DISCOVERY_SOCK_MAX];
 	char comm[64];      /* /proc/{pid}/comm */
 	char exe_name[256]; /* base name of /proc/{pid}/exe, "" if unreadable */
 };

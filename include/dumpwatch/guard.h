@@ -28,6 +28,7 @@ struct guard_options {
 	size_t n_socket_dirs;
 	struct store_limits store; /* disk guards checked before every dump */
 	int64_t dump_timeout_ns;   /* createdump is killed past it; 0: no limit */
+	const char *createdump;    /* --createdump: what the exec path runs; NULL: the host runtime's */
 };
 
 /* Runs until SIGTERM or SIGINT. Returns DW_EXIT_OK after a clean stop, or

@@ -49,20 +49,25 @@ spike_broken 2 30
 failure 2 | grep -q 'did not finish within 3s (--dump-timeout): killed it' || fail "hang not reported: $(failure 2)"
 pgrep -P "$B" -x createdump >/dev/null && fail "the hanging createdump is still running"
 
-# 3. The exec path, hanging: our own child, killed too.
+# 3. The exec path (the operator's --createdump, root's), hanging: our own
+# child, killed too.
 stop_guard
-start_guard --dump-timeout 2s --dump-via exec
+EXEC_CD="$T/createdump-exec"
+printf '#!/bin/sh\nwhile :; do sleep 1; done\n' >"$EXEC_CD"
+chmod 0755 "$EXEC_CD"
+start_guard --dump-timeout 2s --createdump "$EXEC_CD"
 wait_journal attach 4 15 || fail "not attached again"
 spike_broken 3 30
 failure 3 | grep -q 'did not finish within 2s' || fail "exec hang not reported: $(failure 3)"
-pgrep -f "^/bin/sh $CD" >/dev/null && fail "exec createdump still running"
+pgrep -f "^/bin/sh $EXEC_CD" >/dev/null && fail "exec createdump still running"
 
-# 4. The exec path, missing.
-rm "$CD"
+# 4. The exec path, its createdump removed while the daemon runs.
+rm "$EXEC_CD"
 spike_broken 4
-failure 4 | grep -q 'createdump not found or not executable' || fail "missing not reported: $(failure 4)"
+failure 4 | grep -q "\"error\":\"createdump $EXEC_CD: No such file or directory\"" || fail "missing not reported: $(failure 4)"
 
 # 5. Repaired: dumped.
+cp -a "$T/createdump.real" "$EXEC_CD"
 cp -a "$T/createdump.real" "$CD"
 tagged_cmd "broken$$" "loh 150"
 wait_journal dump 1 30 "\"pid\":$B" || fail "repaired createdump: no dump"
