@@ -771,6 +771,32 @@ static int open_target_staging(struct dump_job *job, char *err, size_t errlen)
 	return 0;
 }
 
+/* Whether a process in another mount namespace sees our store at the same
+ * path: the directory its runtime would reach by that name is ours (a host
+ * process seen from a service with a mount namespace of its own, or a
+ * namespace that shares the store's mount). Then its runtime writes in the
+ * store or DIR/.incoming/UID as any other's, and the dump is linked, not
+ * copied. What it reaches instead is of no consequence: the file is checked
+ * by our descriptor of the directory either way. */
+static int target_sees_store(const struct dump_job *job)
+{
+	char root[64];
+	struct stat a, b;
+	int rootfd, fd, same;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)job->req.pid);
+	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return 0;
+	fd = open_in_root(rootfd, job->dir, O_PATH | O_DIRECTORY);
+	close(rootfd);
+	if (fd < 0)
+		return 0;
+	same = fstat(fd, &a) == 0 && fstat(job->store_fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	close(fd);
+	return same;
+}
+
 /* The disk guards on the file system the target's runtime writes to, when
  * that is not the store's. */
 static int admit_stage(struct dump_job *job, char *err, size_t errlen)
@@ -938,7 +964,7 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	 * its runtime writes there directly. */
 	struct stat store_st;
 	int users_own_store = fstat(job->store_fd, &store_st) == 0 && store_st.st_uid == req->uid;
-	if (via == DUMP_VIA_RUNTIME && req->other_mount_ns) {
+	if (via == DUMP_VIA_RUNTIME && req->other_mount_ns && !target_sees_store(job)) {
 		r = open_target_staging(job, err, errlen);
 		if (r == 0)
 			r = admit_stage(job, err, errlen);
@@ -1057,6 +1083,15 @@ static int publish_in_place(struct dump_job *job, struct dump_result *res, char 
 	return publish_end(job, res, fd, r, (uint64_t)st.st_size);
 }
 
+/* A staged file we took and refuse goes back to its user before it is
+ * removed: whatever a writer still does with it stays on that user's account. */
+static void give_back(const struct dump_job *job, int fd)
+{
+	if (fchown(fd, job->req.uid, job->req.gid) < 0) {
+		/* Removed all the same; nothing more to do. */
+	}
+}
+
 /* Whether the file behind fd holds a dump (store_check_core), with the
  * reason in err when not. */
 static int check_dump(struct dump_job *job, int fd, uint64_t size, char *err, size_t errlen)
@@ -1161,6 +1196,30 @@ static int start_copy(struct dump_job *job, int src, uint64_t n, char *err, size
 	return watch_job(job, err, errlen);
 }
 
+/* Makes the staged file behind fd ours (root's 0600), so that its user can
+ * no longer change it. A writer still holding it open could change it after
+ * the checks, and would write on root's account: refused, before taking it
+ * and after (one that opened it in between). */
+static int take_staged(struct dump_job *job, int fd, char *err, size_t errlen)
+{
+	int r = 0;
+
+	if (open_for_writing(fd)) {
+		r = -EBUSY;
+	} else if (fchown(fd, geteuid(), getegid()) < 0 || fchmod(fd, 0600) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot secure %s: %s", job->tmp_path, strerror(-r));
+		return r;
+	} else if (open_for_writing(fd)) {
+		give_back(job, fd);
+		r = -EBUSY;
+	}
+	if (r == -EBUSY)
+		snprintf(err, errlen, "%s is still open for writing by a process of uid %u; not published",
+		         job->tmp_path, (unsigned)job->req.uid);
+	return r;
+}
+
 /* A dump written by the target's user in its staging directory. That user
  * can change the directory while we look, so the file is opened once without
  * following links or crossing a mount, checked, made ours, and linked into
@@ -1184,15 +1243,10 @@ static int publish_staged(struct dump_job *job, struct dump_result *res, char *e
 	} else if (st.st_size == 0) {
 		snprintf(err, errlen, "createdump wrote an empty file");
 		r = -EIO;
-	} else if (fchown(fd, geteuid(), getegid()) < 0 || fchmod(fd, 0600) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot secure %s: %s", job->tmp_path, strerror(-r));
-	} else if (open_for_writing(fd)) {
-		snprintf(err, errlen, "%s is still open for writing by a process of uid %u; not published",
-		         job->tmp_path, (unsigned)job->req.uid);
-		r = -EBUSY;
-	} else if ((r = check_dump(job, fd, (uint64_t)st.st_size, err, errlen)) < 0) {
+	} else if ((r = take_staged(job, fd, err, errlen)) < 0) {
 		/* said */
+	} else if ((r = check_dump(job, fd, (uint64_t)st.st_size, err, errlen)) < 0) {
+		give_back(job, fd);
 	} else if ((r = link_fd(fd, job->store_fd, job->name)) == -EXDEV) {
 		r = start_copy(job, fd, (uint64_t)st.st_size, err, errlen);
 		close(fd);

@@ -8,8 +8,9 @@
 #
 # - The guard (root, default options) dumps the process through the runtime's
 #   own dump command: the user's script runs, as that user, inside its
-#   namespace; the dump is staged in a directory dumpwatch made in the
-#   process's TMPDIR (through /proc/PID/root), checked, moved into the store
+#   namespace; the store is hidden from it, so the dump is staged in a
+#   directory dumpwatch made in the process's TMPDIR (through /proc/PID/root),
+#   checked, moved into the store
 #   as root's 0600 and the staging directory removed. Root never runs it.
 # - --dump-via exec: root runs the host's createdump of the version the
 #   runtime reports, never the one beside the process's libcoreclr.so.
@@ -39,12 +40,15 @@ chown -R "$ATTACKER:$ATTACKER" "$H"
 chmod 0755 "$H"
 
 TAG="atk$$"
-start_tagged "$TAG" as_user ATTACKER env DOTNET_ROOT="$H/rt" unshare -Ur --mount --
+# Like a container's, its tree does not show our store: a tmpfs hides it.
+start_tagged "$TAG" as_user ATTACKER env DOTNET_ROOT="$H/rt" unshare -Ur --mount -- \
+	sh -c 'mount -t tmpfs tmpfs "$0" && exec "$@"' "$DUMPS"
 PID=${APP_PIDS[$TAG]}
 grep -q "$H/rt/shared/Microsoft.NETCore.App/.*/libcoreclr.so" "/proc/$PID/maps" ||
 	fail "the attacker's runtime was not loaded"
 [ "$(readlink /proc/$PID/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ] || fail "not in its own mount namespace"
 [ "$(stat -c %u "/proc/$PID")" = "$ATTACKER_UID" ] || fail "not running as the attacker"
+[ "$(stat -c %i "/proc/$PID/root$DUMPS")" != "$(stat -c %i "$DUMPS")" ] || fail "the store is visible to the process"
 
 # marks_by UID: how many times the script ran as that user (host view).
 marks_by() { find "$H/marks" -type f -uid "$1" | wc -l; }

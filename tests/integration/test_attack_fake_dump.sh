@@ -41,7 +41,11 @@ open)
 	"$RUNTIME_DIR/createdump.real" "\$@" || exit 1
 	# A writer that holds the dump open; it keeps none of the runtime's
 	# descriptors, so the runtime sees createdump end.
-	/usr/bin/python3 -c 'import os, sys, time; os.closerange(0, 65536); f = open(sys.argv[1], "ab"); time.sleep(60)' "\$name" &
+	# It has the file open before this script ends.
+	rm -f "\$name.held"
+	/usr/bin/python3 -c 'import os, sys, time; os.closerange(0, 65536); f = open(sys.argv[1], "ab"); open(sys.argv[1] + ".held", "w"); time.sleep(60)' "\$name" &
+	while [ ! -e "\$name.held" ]; do sleep 0.01; done
+	rm -f "\$name.held"
 	;;
 *) exec "$RUNTIME_DIR/createdump.real" "\$@" ;;
 esac
@@ -91,7 +95,10 @@ try() {
 for where in ${ATTACK_PLACES:-ns plain}; do
 	TAG="atk$$-$where"
 	if [ "$where" = ns ]; then
-		start_tagged "$TAG" as_user ATTACKER env DOTNET_ROOT="$H/rt" unshare -Ur --mount --
+		# Its tree does not show our store (a tmpfs over it): the dump
+		# is staged in its own TMPDIR.
+		start_tagged "$TAG" as_user ATTACKER env DOTNET_ROOT="$H/rt" unshare -Ur --mount -- \
+			sh -c 'mount -t tmpfs tmpfs "$0" && exec "$@"' "$DUMPS"
 	else
 		start_tagged "$TAG" as_user ATTACKER env DOTNET_ROOT="$H/rt"
 	fi

@@ -86,7 +86,8 @@ stop_guard
 # TMPDIR, a 40 MB tmpfs: a triage dump (estimated 64 MiB) does not fit there.
 NSTMP="$T/nstmp"
 mkdir -m 0777 "$NSTMP"
-start_tagged "ns$$" unshare --mount sh -c "mount -t tmpfs -o size=40m,mode=1777 tmpfs '$NSTMP' && TMPDIR='$NSTMP' exec \"\$@\"" sh
+# Its tree does not show our store (another tmpfs over it), as in a container.
+start_tagged "ns$$" unshare --mount sh -c "mount -t tmpfs -o size=40m,mode=1777 tmpfs '$NSTMP' && mount -t tmpfs tmpfs '$SMALL' && TMPDIR='$NSTMP' exec \"\$@\"" sh
 cat >"$RULES/ns.json" <<JSON
 { "rules": [ { "name": "ns-triage", "process": { "cmdline": "*--tag ns$$" }, "when": "loh-size > 100MB",
                "dump": { "type": "triage" } } ] }
