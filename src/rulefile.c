@@ -17,8 +17,10 @@
  *                JSON number is accepted only for a metric without a unit.
  *   dump         {type, dir, name}: type normal|withheap|triage|full (default
  *                withheap); dir an absolute directory (default "": the
- *                daemon's); name a file name template using only {name} {pid}
- *                {rule} {time} (default "": the daemon's)
+ *                daemon's; that it lies inside a directory the daemon allows
+ *                is rulefile_check_dump_dirs's part); name a file name
+ *                template using only {name} {pid} {rule} {time} (default "":
+ *                the daemon's)
  *   limits       {max-dumps, window, cooldown}: max-dumps a non-negative
  *                integer (default 1; 0 = no limit) per process within window
  *                (default 0 = the lifetime of the process); cooldown the least
@@ -26,7 +28,9 @@
  *   enabled      true or false (default true)
  *
  * Unknown keys at any level are errors (with the nearest allowed key
- * suggested), and so is a key given twice in one object. Bounds: a file over
+ * suggested), and so is a key given twice in one object. A file that parses
+ * but does not look like a rule file (is_rule_file; see rulefile.h) gets one
+ * diagnostic instead, which quotes nothing of it (nor do syntax errors). Bounds: a file over
  * RULEFILE_SIZE_MAX bytes, nesting deeper than RULEFILE_DEPTH_MAX, or more than
  * RULEFILE_RULES_MAX rules is refused.
  *
