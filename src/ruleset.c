@@ -42,8 +42,9 @@
  *   read when it is closed, not half-way (a hard link made into the directory
  *   is therefore seen only at the next reload), except a symbolic link, which
  *   is complete when it is created (a ConfigMap's links are made that way).
- * - IN_ATTRIB on a file reads it again, on the directory itself every file:
- *   a chown or chmod can make a file untrusted without writing it. Such
+ * - IN_ATTRIB on a file already read reads it again, on the directory itself
+ *   every file: a chown or chmod can make a file untrusted without writing
+ *   it (a file never read is read when it is closed, as above). Such
  *   rereads, and those for a name starting with ".." (a ConfigMap's ..data
  *   swap: the files' links stay, what they lead to changes), are quiet: a
  *   file is reported only when its outcome differs from its last report (a
@@ -774,8 +775,13 @@ static int collect(struct ruleset *rs, struct batch *b)
 			else if (ev->mask & IN_CREATE) {
 				if (is_link(rs, ev->name))
 					batch_add(b, ev->name, 1);
-			} else {
-				batch_add(b, ev->name, (ev->mask & ~(uint32_t)IN_ATTRIB) != 0);
+			} else if (ev->mask & ~(uint32_t)IN_ATTRIB) {
+				batch_add(b, ev->name, 1);
+			} else if (file_find(rs, ev->name)) {
+				/* Attributes alone: only a file already read can have
+				 * become untrusted; a new one (maybe half-written) is
+				 * read when it is closed. */
+				batch_add(b, ev->name, 0);
 			}
 		}
 		/* Any other descriptor is a past incarnation of the directory. */

@@ -803,6 +803,27 @@ static void test_trust(void)
 		CHECK(n_recs == 1 && rec_find(RULESET_LOADED, "a.json"));
 	}
 
+	/* A new file whose mode is set before it is closed is not read half-way. */
+	{
+		static const char text[] = RULE("epsilon");
+		int fd;
+		in_dir("e.json", path, sizeof(path));
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		CHECK(fd >= 0);
+		if (fd >= 0) {
+			CHECK(write(fd, text, 10) == 10);
+			CHECK(fchmod(fd, 0644) == 0);
+			CHECK(step(rs) == 0);
+			CHECK(n_recs == 0);
+			CHECK(write(fd, text + 10, strlen(text) - 10) == (ssize_t)(strlen(text) - 10));
+			close(fd);
+			CHECK(step(rs) == 1);
+			CHECK(n_recs == 1 && rec_find(RULESET_LOADED, "e.json"));
+		}
+		del("e.json");
+		CHECK(step(rs) == 1);
+	}
+
 	/* A link made into the directory is taken when it is created; one
 	 * that leads through a directory others can write is refused. */
 	snprintf(path, sizeof(path), "%s/open", top);
