@@ -45,7 +45,7 @@ int trust_judge(const char *path, mode_t mode, uid_t uid, uid_t self, int ro, ch
 		snprintf(owners, sizeof(owners), "root or uid %u (dumpwatch's user)", (unsigned)self);
 	if (uid != 0 && uid != self) {
 		snprintf(reason, len,
-		         "%s %s is owned by uid %u, not by %s: only their files, links and directories may give "
+		         "%s %s is owned by uid %u, not by %s, whose files, links and directories alone may give "
 		         "dumpwatch orders ('chown %sroot %s')",
 		         what, path, (unsigned)uid, owners, S_ISLNK(mode) ? "-h " : "", path);
 		return -EPERM;

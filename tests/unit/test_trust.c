@@ -29,7 +29,7 @@ static void test_judge(void)
 	CHECK_STR(why, "file /r/a.json is writable by group or others (mode 0664): only files and directories no "
 	               "one else can change may give dumpwatch orders ('chmod go-w /r/a.json')");
 	CHECK(trust_judge("/r/a.json", S_IFREG | 0644, 1000, 0, 0, why, sizeof(why)) == -EPERM);
-	CHECK_STR(why, "file /r/a.json is owned by uid 1000, not by root: only their files, links and directories "
+	CHECK_STR(why, "file /r/a.json is owned by uid 1000, not by root, whose files, links and directories alone "
 	               "may give dumpwatch orders ('chown root /r/a.json')");
 	CHECK(trust_judge("/r/a.json", S_IFREG | 0644, 1000, 999, 0, why, sizeof(why)) == -EPERM);
 	CHECK(strstr(why, "not by root or uid 999 (dumpwatch's user)") != NULL);
@@ -48,8 +48,8 @@ static void test_judge(void)
 
 	CHECK(trust_judge("/r/l", S_IFLNK | 0777, 0, 0, 0, why, sizeof(why)) == 0);
 	CHECK(trust_judge("/r/l", S_IFLNK | 0777, 1000, 0, 0, why, sizeof(why)) == -EPERM);
-	CHECK_STR(why, "symbolic link /r/l is owned by uid 1000, not by root: only their files, links and "
-	               "directories may give dumpwatch orders ('chown -h root /r/l')");
+	CHECK_STR(why, "symbolic link /r/l is owned by uid 1000, not by root, whose files, links and directories "
+	               "alone may give dumpwatch orders ('chown -h root /r/l')");
 	CHECK(trust_judge("/r/p", S_IFIFO | 0666, 0, 0, 0, why, sizeof(why)) == 0);
 	CHECK(trust_judge("/r/p", S_IFIFO | 0600, 1000, 0, 0, why, sizeof(why)) == -EPERM);
 }
