@@ -509,16 +509,32 @@ static int ancestors_safe(const char *dir, char *err, size_t errlen)
 
 /* Opens the store and checks it: a directory of ours that no one else can
  * write. Returns the descriptor or -errno with a sentence. */
+static int open_in_root(int rootfd, const char *path, int flags);
+
 static int open_store(const char *dir, char *err, size_t errlen)
 {
 	struct stat st;
 	uid_t me = geteuid();
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Without following links: a rule's dump.dir is checked to lie in a
+	 * directory the operator allowed, and a link placed below it by whoever
+	 * may write there must not lead the dump elsewhere. */
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = root < 0 ? -errno : open_in_root(root, dir, O_RDONLY | O_DIRECTORY);
 
+	if (root >= 0)
+		close(root);
 	if (fd < 0) {
-		int e = errno;
+		int e = -fd;
+		struct stat lst;
+		if (e == ENOTDIR && lstat(dir, &lst) == 0 && S_ISLNK(lst.st_mode))
+			e = ELOOP;
 		if (e == ENOTDIR)
 			snprintf(err, errlen, "dump directory %s is not a directory", dir);
+		else if (e == ELOOP)
+			snprintf(err, errlen,
+			         "dump directory %s: a symbolic link is on the way; dumps go only to a directory named "
+			         "by its real path",
+			         dir);
 		else
 			snprintf(err, errlen, "dump directory %s: %s", dir, strerror(e));
 		return -e;

@@ -9,7 +9,8 @@
 #      attacker owns (a second guard)
 #   c) a good file whose owner then becomes the attacker: withdrawn
 #   d) dump.dir outside --dump-dir/--allow-dump-dir: file:line:column; inside
-#      an --allow-dump-dir: the dump lands there
+#      an --allow-dump-dir: the dump lands there; a link the attacker put in
+#      an allowed directory others may write is not followed
 #   e) a link to a rule file in the attacker's directory: refused; a
 #      Kubernetes ConfigMap layout of root's links: taken, and its ..data swap
 #      takes effect
@@ -23,6 +24,7 @@ CROND="$T/crond"
 STAGE="$T/stage" # files are made here and renamed in: one event each
 ATKDIR="$T/atk"  # the attacker's own directory
 mkdir -m 0755 "$CROND" "$STAGE" "$T/allowed" "$T/allowed/sub" "$T/elsewhere"
+mkdir -m 1777 "$T/shared" # an allowed directory that others may write in
 install -d -m 0755 -o "$ATTACKER" -g "$ATTACKER" "$ATKDIR"
 SECRETS=(aws_secret_access_key wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY password hunter2-Sup3rS3cret 'prod db')
 install -m 0600 /dev/null "$T/secret.json"
@@ -97,7 +99,7 @@ chown "$ATTACKER:" "$STAGE/team.json"
 mv "$STAGE/team.json" "$RULES/team.json"
 rule team-loh "$A" "{ \"type\": \"triage\", \"dir\": \"$CROND\", \"name\": \"x\" }" |
 	as_user ATTACKER tee "$RULES/team.json" >/dev/null
-start_guard --allow-dump-dir "$T/allowed"
+start_guard --allow-dump-dir "$T/allowed" --allow-dump-dir "$T/shared"
 settled team.json
 taken team.json "$A" "the attacker chooses where root writes a dump"
 spike "$A"
@@ -186,7 +188,7 @@ $(rule d-dotdot "$D" "{ \"type\": \"triage\", \"dir\": \"$T/allowed/../crond\" }
 ] }"
 settled dirs.json
 taken dirs.json "$D" "dump directories outside --dump-dir and --allow-dump-dir"
-allowed="($DUMPS, $T/allowed): dumps go only below the daemon's --dump-dir and its --allow-dump-dir directories"
+allowed="($DUMPS, $T/allowed, $T/shared): dumps go only below the daemon's --dump-dir and its --allow-dump-dir directories"
 for want in "$RULES/dirs.json:3:38: dump dir \"$T/elsewhere\" is not inside an allowed dump directory $allowed" \
 	"$RULES/dirs.json:6:38: dump dir \"$T/allowed2\" is not inside an allowed dump directory $allowed" \
 	"$RULES/dirs.json:9:38: dump dir \"$T/allowed/../crond\" has a \"..\" component; write the directory it means"; do
@@ -202,6 +204,14 @@ wait_journal dump 1 30 "\"pid\":$PD" || fail "d-allowed did not dump"
 [ -n "$(find "$T/allowed/sub" -maxdepth 1 -name "*-$PD-d-allowed-*.core")" ] ||
 	fail "the dump is not in $T/allowed/sub: $(ls -A "$T/allowed/sub")"
 [ -z "$(ls -A "$T/elsewhere")" ] && [ ! -e "$T/allowed2" ] || fail "a dump went outside the allowed directories"
+crond_empty
+# An allowed directory others may write in: the attacker puts a link there,
+# under the name a rule of root's sends dumps to; the dump does not follow it.
+as_user ATTACKER ln -s "$CROND" "$T/shared/team"
+put_rule shared.json "$(rule d-shared "$D" "{ \"type\": \"triage\", \"dir\": \"$T/shared/team\" }")"
+wait_journal rules-loaded 1 10 shared.json || fail "shared.json not loaded"
+spike "$D"
+wait_journal dump-failed 1 30 "a symbolic link is on the way" || fail "the dump in $T/shared/team did not fail"
 crond_empty
 tagged_cmd "$D" "exit"
 
