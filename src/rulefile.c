@@ -1382,6 +1382,28 @@ struct checker {
 	int status;
 };
 
+/* One line of `dumpwatch check` output. Paths, file names and the rule text
+ * quoted in messages may hold anything: the line is escaped (text_escape). */
+static void check_print(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check_print(FILE *f, const char *fmt, ...)
+{
+	char line[2 * PATH_MAX + RULEFILE_MSG_MAX + 256], safe[4 * sizeof(line) + 1];
+	va_list ap;
+	size_t len;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	len = strlen(line);
+	if ((size_t)n >= sizeof(line))
+		len = text_utf8_trim(line, len);
+	text_escape(line, len, safe, sizeof(safe));
+	fprintf(f, "%s\n", safe);
+}
+
 static void check_status(struct checker *k, int s)
 {
 	if (s > k->status)
@@ -1398,7 +1420,7 @@ static void check_file(struct checker *k, const char *path)
 
 	n = rulefile_read_trusted(path, k->self, &text, &len, err, sizeof(err));
 	if (n < 0) {
-		fprintf(k->errf, "%s\n", err);
+		check_print(k->errf, "%s", err);
 		check_status(k, n == -EPERM ? 1 : 2);
 		return;
 	}
@@ -1412,10 +1434,10 @@ static void check_file(struct checker *k, const char *path)
 	}
 	if (n < 0) {
 		if (n == -ENOMEM)
-			fprintf(k->errf, "%s: out of memory\n", path);
+			check_print(k->errf, "%s: out of memory", path);
 		for (size_t i = 0; i < nd; i++) {
 			rulefile_format_diag(path, &diags[i], err, sizeof(err));
-			fprintf(k->errf, "%s\n", err);
+			check_print(k->errf, "%s", err);
 		}
 		check_status(k, 1);
 		return;
@@ -1428,7 +1450,7 @@ static void check_file(struct checker *k, const char *path)
 		if (j < k->n_names) {
 			rulefile_format_duplicate(path, &rules[i], k->names[j].path, k->names[j].line,
 			                          k->names[j].column, err, sizeof(err));
-			fprintf(k->errf, "%s\n", err);
+			check_print(k->errf, "%s", err);
 			dups++;
 			continue;
 		}
@@ -1436,7 +1458,7 @@ static void check_file(struct checker *k, const char *path)
 			size_t cap = k->cap_names ? k->cap_names * 2 : 16;
 			struct seen_name *p = realloc(k->names, cap * sizeof(*p));
 			if (!p) {
-				fprintf(k->errf, "%s: out of memory\n", path);
+				check_print(k->errf, "%s: out of memory", path);
 				check_status(k, 1);
 				free(rules);
 				return;
@@ -1456,7 +1478,7 @@ static void check_file(struct checker *k, const char *path)
 	if (dups)
 		check_status(k, 1);
 	else
-		fprintf(k->outf, "%s: %d rule%s OK\n", path, n, n == 1 ? "" : "s");
+		check_print(k->outf, "%s: %d rule%s OK", path, n, n == 1 ? "" : "s");
 	free(rules);
 }
 
@@ -1536,19 +1558,19 @@ static void check_dir(struct checker *k, const char *dir)
 
 	r = rulefile_list_dir(dir, &names, &n, &truncated);
 	if (r < 0) {
-		fprintf(k->errf, "%s: cannot read the directory: %s\n", dir, strerror(-r));
+		check_print(k->errf, "%s: cannot read the directory: %s", dir, strerror(-r));
 		check_status(k, 2);
 		return;
 	}
 	if (truncated) {
-		fprintf(k->errf, "%s: more than %d rule files; the rest are not checked\n", dir, RULEFILE_DIR_MAX);
+		check_print(k->errf, "%s: more than %d rule files; the rest are not checked", dir, RULEFILE_DIR_MAX);
 		check_status(k, 1);
 	}
 	if (n == 0)
-		fprintf(k->outf, "%s: no rule files (*.json)\n", dir);
+		check_print(k->outf, "%s: no rule files (*.json)", dir);
 	for (size_t i = 0; i < n; i++) {
 		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir, sep, names[i]) >= sizeof(path)) {
-			fprintf(k->errf, "%s%s%s: path too long\n", dir, sep, names[i]);
+			check_print(k->errf, "%s%s%s: path too long", dir, sep, names[i]);
 			check_status(k, 2);
 		} else {
 			check_file(k, path);
@@ -1572,7 +1594,7 @@ int rulefile_check_paths(char *const *paths, size_t n_paths, const char *const *
 		struct stat st;
 
 		if (stat(paths[i], &st) < 0) {
-			fprintf(errf, "%s: %s\n", paths[i], strerror(errno));
+			check_print(errf, "%s: %s", paths[i], strerror(errno));
 			check_status(&k, 2);
 			continue;
 		}
