@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -24,6 +25,7 @@
 
 #include "dumpwatch/ipc.h"
 #include "dumpwatch/store.h"
+#include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
 
 /* The runtime answers the dump command only after createdump has exited; a
@@ -57,6 +59,7 @@ struct dump_job {
 	pid_t child;       /* createdump child (exec path), or the copying child */
 	uint64_t estimate; /* the dump's expected size; 0: unknown */
 	uint64_t bytes;    /* the staged file's checked size, while it is copied */
+	int out_fd;        /* createdump's standard output and error (a memfd), or -1 */
 	struct timespec started;
 };
 
@@ -413,6 +416,10 @@ static int start_exec(struct dump_job *job, char *err, size_t errlen)
 	if (r < 0)
 		return r;
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)job->req.pid);
+	/* createdump names the target by its comm, which the target's user
+	 * chose: its output goes to a file read back for an error message
+	 * (then escaped like any), never straight to our stderr. */
+	job->out_fd = memfd_create("createdump-output", MFD_CLOEXEC);
 	pid_t child = fork();
 	if (child < 0) {
 		int e = errno;
@@ -422,9 +429,12 @@ static int start_exec(struct dump_job *job, char *err, size_t errlen)
 	if (child == 0) {
 		char name[PATH_MAX];
 		int devnull = open("/dev/null", O_RDWR);
-		if (devnull >= 0) {
+		int out = job->out_fd >= 0 ? job->out_fd : devnull;
+		if (devnull >= 0)
 			dup2(devnull, 0);
-			dup2(devnull, 1);
+		if (out >= 0) {
+			dup2(out, 1);
+			dup2(out, 2);
 		}
 		int keep = fcntl(job->store_fd, F_DUPFD, 3); /* without close-on-exec */
 		if (keep < 0)
@@ -915,7 +925,38 @@ static void job_close(struct dump_job *job)
 	}
 	if (job->store_fd >= 0)
 		close(job->store_fd);
+	if (job->out_fd >= 0)
+		close(job->out_fd);
 	free(job);
+}
+
+/* The last line createdump wrote (exec path), into out; "" when none. */
+static void createdump_last_line(const struct dump_job *job, char *out, size_t outlen)
+{
+	char buf[1024];
+	struct stat st;
+	off_t from;
+	ssize_t n;
+	char *end, *start;
+
+	out[0] = '\0';
+	if (job->out_fd < 0 || fstat(job->out_fd, &st) < 0)
+		return;
+	from = st.st_size > (off_t)sizeof(buf) - 1 ? st.st_size - (off_t)sizeof(buf) + 1 : 0;
+	n = pread(job->out_fd, buf, sizeof(buf) - 1, from);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	end = buf + n;
+	while (end > buf && (end[-1] == '\n' || end[-1] == '\r' || end[-1] == ' '))
+		*--end = '\0';
+	start = strrchr(buf, '\n');
+	start = start ? start + 1 : buf;
+	size_t len = strlen(start);
+	if (len >= outlen)
+		len = text_utf8_trim(start, outlen - 1);
+	memcpy(out, start, len);
+	out[len] = '\0';
 }
 
 /* Removes what the job wrote: the file being written or staged, and the
@@ -943,7 +984,7 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	if (!job)
 		return -ENOMEM;
 	job->req = *req;
-	job->fd = job->epfd = job->timerfd = job->stage_fd = job->stage_parent_fd = -1;
+	job->fd = job->epfd = job->timerfd = job->stage_fd = job->stage_parent_fd = job->out_fd = -1;
 	if (req->limits)
 		job->limits = *req->limits;
 	snprintf(job->socket_path, sizeof(job->socket_path), "%s", req->socket_path ? req->socket_path : "");
@@ -1354,13 +1395,15 @@ int dump_job_finish(struct dump_job *job, struct dump_result *res, char *err, si
 		if (job->copying)
 			return finish_copy(job, &si, res, err, errlen);
 		if (si.si_code != CLD_EXITED || si.si_status != 0) {
+			char said[256];
+			createdump_last_line(job, said, sizeof(said));
 			if (si.si_code == CLD_EXITED && si.si_status == 127)
 				snprintf(err, errlen, "createdump could not be executed");
 			else if (si.si_code == CLD_EXITED)
 				snprintf(err, errlen,
 				         "createdump failed with exit status %d (is the process gone, or "
-				         "is ptrace not allowed?)",
-				         si.si_status);
+				         "is ptrace not allowed?)%s%s",
+				         si.si_status, said[0] ? ": " : "", said);
 			else
 				snprintf(err, errlen, "createdump was killed by signal %d", si.si_status);
 			remove_tmp(job);

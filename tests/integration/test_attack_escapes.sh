@@ -11,7 +11,9 @@
 #   command line); one reports no entry assembly, so the file name names it.
 # The guard (--log journald) with a rule on that user's processes attaches to
 # all three and dumps the real one; ps, ps --json, counters and gc (JSON and
-# table, by pid and by name), record and watch mode run beside it. Every
+# table, by pid and by name), record and watch mode run beside it; then watch
+# mode dumps the real one through the exec path (createdump, run by dumpwatch,
+# prints the target's comm). Every
 # output line must start with dumpwatch's own prefix, hold no control
 # character and be valid UTF-8; no line may start with the forged text;
 # every journal and JSON line must be strict UTF-8 JSON; and the hostile
@@ -125,6 +127,19 @@ echo "loh 300" >&"$REAL_FD"
 wait_for "journal_has dump '\"pid\":$REAL,'" 60 || fail "the attacker's real process was not dumped"
 stop_guard
 [ "$DW_RC" -eq 0 ] || fail "guard exit status $DW_RC"
+
+# The exec path: the createdump dumpwatch runs itself names the target by its
+# comm, which holds the escapes.
+mkdir -m 0700 "$T/execdumps"
+"$DUMPWATCH" --pid "$REAL" --when 'loh-size > 200MB' --dump-via exec --dump-type triage --dump-dir "$T/execdumps" \
+	>"$T/watchexec.out" 2>"$T/watchexec.err" &
+DW_PID=$!
+PIDS+=("$DW_PID")
+wait_for "grep -q 'watching pid' '$T/watchexec.err'" 15 || fail "watch mode did not attach: $(cat "$T/watchexec.err")"
+echo "gc" >&"$REAL_FD" # the LOH size is known at the next GC
+wait_dw 60
+[ "$DW_RC" -eq 0 ] || fail "exec path: exit $DW_RC: $(cat "$T/watchexec.err")"
+[ -n "$(find "$T/execdumps" -name '*.core')" ] || fail "exec path: no dump"
 for f in ps psjson counters_json counters_table counters_name gc_json gc_table record; do
 	[ "$(cat "$T/$f.rc")" -eq 0 ] || fail "$f: exit $(cat "$T/$f.rc"): $(cat "$T/$f.err")"
 done
@@ -196,8 +211,9 @@ gj = check(b"gc_json.out", "json")
 check(b"gc_table.out", "gctable")
 check(b"record.out", "none")
 check(b"watch.out", "watchverbose")
+check(b"watchexec.out", "none")
 for e in [b"ps.err", b"psjson.err", b"counters_json.err", b"counters_table.err", b"counters_name.err",
-          b"gc_json.err", b"gc_table.err", b"record.err", b"watch.err"]:
+          b"gc_json.err", b"gc_table.err", b"record.err", b"watch.err", b"watchexec.err"]:
     check(e, "log")
 
 def s(k):

@@ -131,7 +131,9 @@ int main(void)
 	char *m = NULL;
 	size_t mlen = 0;
 	FILE *f = open_memstream(&m, &mlen);
-	CHECK(jsonl_print(f, str("\x1b")) == 0);
+	o = str("\x1b");
+	CHECK(jsonl_print(f, o) == 0);
+	json_object_put(o);
 	fclose(f);
 	CHECK_STR(m, "\"\\u001b\"\n");
 	free(m);
