@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh --ci                           15 s each (what CI runs)
 #
 # Targets: nettrace (the stream parser + decoders), events (the payload
-# decoders), rulefile (the rule-file parser), when (the --when grammar).
+# decoders), rulefile (the rule-file parser), when (the --when grammar),
+# journal (the JSON-lines writer of the journal, views, ps and state).
 # Corpora grow in build-fuzz/corpus/TARGET, seeded from tests/data, examples
 # and tests/fuzz/seeds; a crash, leak, timeout or sanitizer report is written
 # to build-fuzz/findings/TARGET/ and makes the script exit 1. Copy a finding
@@ -20,11 +21,11 @@ while (($#)); do
 	case $1 in
 	--time) secs=$2; shift 2 ;;
 	--ci) secs=15; shift ;;
-	-h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,15p' "$0"; exit 0 ;;
 	*) targets+=("$1"); shift ;;
 	esac
 done
-((${#targets[@]})) || targets=(nettrace events rulefile when)
+((${#targets[@]})) || targets=(nettrace events rulefile when journal)
 "$here/scripts/setup.sh" --no-dotnet >/dev/null
 command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
 
@@ -48,6 +49,7 @@ seeds_of() {
 	events) echo "$here/tests/data/payloads" ;;
 	rulefile) echo "$here/tests/data/rules $here/examples" ;;
 	when) echo "$here/tests/fuzz/seeds/when" ;;
+	journal) echo "$here/tests/fuzz/seeds/journal" ;;
 	esac
 }
 

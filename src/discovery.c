@@ -23,6 +23,8 @@
 
 #include "discovery_internal.h"
 #include "dumpwatch/ipc.h"
+#include "dumpwatch/jsonl.h"
+#include "dumpwatch/log.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -591,65 +593,6 @@ void dn_process_name(const char *entry_assembly, const char *exe_name, const cha
 		snprintf(out, outlen, "?");
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *s, size_t len)
-{
-	uint32_t cp;
-	return text_utf8_decode(s, len, &cp);
-}
-
-void dn_json_string(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t len;
-
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
-	len = strlen(s);
-	fputc('"', f);
-	for (size_t i = 0; i < len;) {
-		unsigned char c = p[i];
-		size_t n;
-
-		if (c == '"' || c == '\\') {
-			fputc('\\', f);
-			fputc(c, f);
-			i++;
-		} else if (c < 0x20 || c == 0x7F) {
-			switch (c) {
-			case '\n':
-				fputs("\\n", f);
-				break;
-			case '\r':
-				fputs("\\r", f);
-				break;
-			case '\t':
-				fputs("\\t", f);
-				break;
-			case '\b':
-				fputs("\\b", f);
-				break;
-			case '\f':
-				fputs("\\f", f);
-				break;
-			default:
-				fprintf(f, "\\u%04x", c);
-				break;
-			}
-			i++;
-		} else if ((n = utf8_len(p + i, len - i)) == 0) {
-			fputs("\\ufffd", f);
-			i++;
-		} else {
-			fwrite(p + i, 1, n, f);
-			i += n;
-		}
-	}
-	fputc('"', f);
-}
-
 void dn_truncate(char *s, size_t max_chars)
 {
 	size_t chars = 0, i, cut = 0, keep = max_chars > 3 ? max_chars - 3 : max_chars;
@@ -667,25 +610,6 @@ void dn_truncate(char *s, size_t max_chars)
 		strcpy(s + cut, "...");
 	else
 		s[cut] = '\0';
-}
-
-void dn_sanitize(char *s)
-{
-	size_t len = strlen(s);
-
-	for (size_t i = 0; i < len;) {
-		unsigned char c = (unsigned char)s[i];
-		size_t n = utf8_len((const unsigned char *)s + i, len - i);
-
-		if (n == 0 || c < 0x20 || c == 0x7F || (c == 0xC2 && (unsigned char)s[i + 1] < 0xA0)) {
-			/* A lone byte becomes '?'; a C1 control (2 bytes) becomes "??". */
-			for (size_t k = 0; k < (n ? n : 1); k++)
-				s[i + k] = '?';
-			i += n ? n : 1;
-		} else {
-			i += n;
-		}
-	}
 }
 
 /* Copies src into dst (size n), cut on a UTF-8 character boundary. */
@@ -885,6 +809,7 @@ static int probe_pid(pid_t pid, struct dn_target *t, struct probe *pr, char *err
 		snprintf(pr->tmpdir, sizeof(pr->tmpdir), "/tmp");
 	for (size_t k = strlen(pr->tmpdir); k > 1 && pr->tmpdir[k - 1] == '/'; k--)
 		pr->tmpdir[k - 1] = '\0';
+	memcpy(t->tmpdir, pr->tmpdir, sizeof(t->tmpdir));
 
 	t->other_mount_ns = !same_ns(pid, "mnt");
 	if (pr->tmpdir[0] != '/')
@@ -1168,7 +1093,20 @@ static void ps_foreign(void *ctx, const struct dn_target *t, const char *path, u
 	(void)ctx;
 
 	discovery_describe_foreign(t, path, owner, line, sizeof(line));
-	fprintf(stderr, "dumpwatch: warning: pid %d: %s\n", (int)t->pid, line);
+	log_warn("pid %d: %s", (int)t->pid, line);
+}
+
+/* A `ps` column: s escaped (text_escape), then cut to max_chars characters. */
+static void ps_field(const char *s, size_t max_chars, char *out, size_t outlen)
+{
+	text_escape_str(s, out, outlen);
+	dn_truncate(out, max_chars);
+}
+
+/* A string member, or null for an empty string. */
+static struct json_object *ps_json_string(int ok, const char *s)
+{
+	return ok && s[0] ? json_object_new_string(s) : NULL;
 }
 
 int discovery_print_ps(FILE *out, int json)
@@ -1198,7 +1136,7 @@ int discovery_print_ps(FILE *out, int json)
 		 * socket someone else serves under its name is not a runtime. */
 		int rc = ipc_process_info(&ep, PS_TIMEOUT_MS, pi, err, sizeof(err)), ok = rc == 0;
 		if (rc == -EPERM) {
-			fprintf(stderr, "dumpwatch: warning: pid %d: %s\n", (int)t->pid, err);
+			log_warn("pid %d: %s", (int)t->pid, err);
 			continue;
 		}
 
@@ -1208,41 +1146,41 @@ int discovery_print_ps(FILE *out, int json)
 		else if (discovery_cmdline(t->pid, cmd, sizeof(cmd)) < 0)
 			cmd[0] = '\0';
 		if (json) {
-			fprintf(out, "{\"pid\":%d,\"nspid\":%d,\"uid\":%u,\"name\":", (int)t->pid, (int)t->nspid,
-			        (unsigned)t->uid);
-			dn_json_string(out, name);
-			fputs(",\"entry_assembly\":", out);
-			dn_json_string(out, ok && pi->entry_assembly[0] ? pi->entry_assembly : NULL);
-			fputs(",\"runtime_version\":", out);
-			dn_json_string(out, ok && pi->runtime_version[0] ? pi->runtime_version : NULL);
-			fputs(",\"os\":", out);
-			dn_json_string(out, ok && pi->os[0] ? pi->os : NULL);
-			fputs(",\"arch\":", out);
-			dn_json_string(out, ok && pi->arch[0] ? pi->arch : NULL);
-			fputs(",\"command_line\":", out);
-			dn_json_string(out, cmd);
-			fputs(",\"socket\":", out);
-			dn_json_string(out, t->socket_path);
-			fputs("}\n", out);
+			struct json_object *o = json_object_new_object();
+			json_object_object_add(o, "pid", json_object_new_int(t->pid));
+			json_object_object_add(o, "nspid", json_object_new_int(t->nspid));
+			json_object_object_add(o, "uid", json_object_new_int64(t->uid));
+			json_object_object_add(o, "name", json_object_new_string(name));
+			json_object_object_add(o, "entry_assembly", ps_json_string(ok, pi->entry_assembly));
+			json_object_object_add(o, "runtime_version", ps_json_string(ok, pi->runtime_version));
+			json_object_object_add(o, "os", ps_json_string(ok, pi->os));
+			json_object_object_add(o, "arch", ps_json_string(ok, pi->arch));
+			json_object_object_add(o, "command_line", json_object_new_string(cmd));
+			json_object_object_add(o, "socket", json_object_new_string(t->socket_path));
+			r = jsonl_print(out, o);
+			json_object_put(o);
 		} else {
-			char rt[64], entry[64];
+			/* Every column but PID came from the process: escaped, so
+			 * a row is one line and drives no terminal. */
+			char ename[4 * sizeof(name) + 1], ert[4 * sizeof(pi->runtime_version) + 1],
+			    eentry[4 * sizeof(pi->entry_assembly) + 1], ecmd[4 * sizeof(cmd) + 1];
 
-			copy_str(rt, sizeof(rt), ok && pi->runtime_version[0] ? pi->runtime_version : "-");
-			copy_str(entry, sizeof(entry), ok && pi->entry_assembly[0] ? pi->entry_assembly : "-");
-			dn_sanitize(name);
-			dn_sanitize(rt);
-			dn_sanitize(entry);
-			dn_sanitize(cmd);
-			dn_truncate(name, 20);
-			dn_truncate(rt, 10);
-			dn_truncate(entry, 20);
-			dn_truncate(cmd, command_width(out, 7 + 1 + 20 + 1 + 10 + 1 + 20 + 1));
+			ps_field(name, 20, ename, sizeof(ename));
+			ps_field(ok && pi->runtime_version[0] ? pi->runtime_version : "-", 10, ert, sizeof(ert));
+			ps_field(ok && pi->entry_assembly[0] ? pi->entry_assembly : "-", 20, eentry, sizeof(eentry));
+			ps_field(cmd, command_width(out, 7 + 1 + 20 + 1 + 10 + 1 + 20 + 1), ecmd, sizeof(ecmd));
 			/* Widths count bytes; names are mostly ASCII. */
-			fprintf(out, "%-7d %-20s %-10s %-20s %s\n", (int)t->pid, name, rt, entry, cmd);
+			r = fprintf(out, "%-7d %-20s %-10s %-20s %s\n", (int)t->pid, ename, ert, eentry, ecmd) < 0
+			        ? -EIO
+			        : 0;
 		}
+		if (r < 0)
+			break;
 	}
 	free(pi);
 	free(v);
+	if (r < 0)
+		return r;
 	return (int)(n > INT32_MAX ? INT32_MAX : n);
 }
 

@@ -1,6 +1,6 @@
 /* The pure helpers of discovery.c, exposed for tests/unit/test_discovery.c
- * only: parsing /proc text, matching socket names, naming processes, JSON
- * string escaping, and the directory scan. Not a public contract. */
+ * only: parsing /proc text, matching socket names, naming processes, cutting
+ * columns, and the directory scan. Not a public contract. */
 #ifndef DUMPWATCH_DISCOVERY_INTERNAL_H
 #define DUMPWATCH_DISCOVERY_INTERNAL_H
 
@@ -38,14 +38,6 @@ int dn_find_socket_in_dir(const char *dir, pid_t nspid, unsigned long long start
  * cmdline is the raw NUL-separated /proc/{pid}/cmdline (may be NULL). */
 void dn_process_name(const char *entry_assembly, const char *exe_name, const char *cmdline, size_t cmdline_len,
                      const char *comm, char *out, size_t outlen);
-
-/* Writes s as a JSON string with quotes; control characters are escaped and
- * invalid UTF-8 bytes become U+FFFD. NULL is written as null. */
-void dn_json_string(FILE *f, const char *s);
-
-/* Makes s safe to print on a terminal: control characters (C0, DEL, C1) and
- * invalid UTF-8 bytes become '?'. */
-void dn_sanitize(char *s);
 
 /* Cuts s to at most max_chars UTF-8 characters, ending in "..." when cut. */
 void dn_truncate(char *s, size_t max_chars);

@@ -1419,6 +1419,9 @@ static void fire(struct proc *p, size_t i, int64_t now)
 	    .gid = p->t.gid,
 	    .other_mount_ns = p->t.other_mount_ns,
 	    .socket_path = p->t.socket_path,
+	    .tmpdir = p->t.tmpdir,
+	    .runtime_version = session_info(p->session)->runtime_version,
+	    .createdump = g->o->createdump,
 	    .dir = gr->fr.dump_dir[0] ? gr->fr.dump_dir : g->o->dump_dir,
 	    .process_name = p->name,
 	    .rule_name = r->name,
@@ -1841,7 +1844,14 @@ static void on_ruleset(void *ctx, const struct ruleset_change *c)
 		json_object_object_add(rec, "file", json_object_new_string(c->file));
 		json_object_object_add(rec, "errors", errs);
 		json_object_object_add(rec, "kept_last_good", json_object_new_boolean(c->kept_last_good));
+		if (c->refused) {
+			json_object_object_add(rec, "refused", json_object_new_boolean(1));
+			json_object_object_add(rec, "withdrawn_rules",
+			                       json_object_new_int64((int64_t)c->withdrawn_rules));
+		}
 		journal_write(g->journal, "rules-rejected", rec);
+		if (c->refused)
+			break; /* its one line, "FILE: refused: REASON", is said */
 		if (c->kept_last_good)
 			log_warn("rules: %s rejected; its last good version (%zu rule%s) stays in force", c->file,
 			         c->kept_rules, c->kept_rules == 1 ? "" : "s");
@@ -1947,11 +1957,24 @@ int guard_run(const struct guard_options *o)
 		struct json_object *rec = json_object_new_object();
 		json_object_object_add(rec, "rules_dir", json_object_new_string(o->rules_dir));
 		json_object_object_add(rec, "dump_dir", json_object_new_string(o->dump_dir));
+		if (o->n_allow_dump_dirs) {
+			struct json_object *allowed = json_object_new_array();
+			for (size_t i = 0; i < o->n_allow_dump_dirs; i++)
+				json_object_array_add(allowed, json_object_new_string(o->allow_dump_dirs[i]));
+			json_object_object_add(rec, "allow_dump_dirs", allowed);
+		}
 		json_object_object_add(rec, "restored_limits", json_object_new_int((int)g.n_kept));
 		json_object_object_add(rec, "pid", json_object_new_int(getpid()));
 		journal_write(g.journal, "start", rec);
 	}
-	r = ruleset_open(o->rules_dir, on_ruleset, &g, &g.rs, err, sizeof(err));
+	{
+		const char *dump_dirs[1 + GUARD_ALLOW_DUMP_DIRS_MAX];
+		struct ruleset_policy policy = {.dump_dirs = dump_dirs, .n_dump_dirs = 1};
+		dump_dirs[0] = o->dump_dir;
+		for (size_t i = 0; i < o->n_allow_dump_dirs && i < GUARD_ALLOW_DUMP_DIRS_MAX; i++)
+			dump_dirs[policy.n_dump_dirs++] = o->allow_dump_dirs[i];
+		r = ruleset_open(o->rules_dir, &policy, on_ruleset, &g, &g.rs, err, sizeof(err));
+	}
 	if (r < 0) {
 		log_error("%s", err);
 		code = DW_EXIT_USAGE;

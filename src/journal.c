@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dumpwatch/jsonl.h"
+
 #define JOURNAL_MAX_PENDING 1024
 
 struct journal {
@@ -90,7 +92,6 @@ int journal_write(struct journal *j, const char *event, struct json_object *obj)
 	struct timespec ts;
 	char tbuf[40];
 	char *line;
-	const char *text;
 	int r;
 
 	if (!j || j->fd < 0) {
@@ -105,14 +106,12 @@ int journal_write(struct journal *j, const char *event, struct json_object *obj)
 	json_object_object_add(rec, "event", json_object_new_string(event));
 	json_object_object_foreach(obj, key, val) json_object_object_add(rec, key, json_object_get(val));
 	json_object_put(obj);
-	text = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	line = malloc(strlen(text) + 2);
-	if (!line) {
-		json_object_put(rec);
-		return -ENOMEM;
-	}
-	sprintf(line, "%s\n", text);
+	/* The one writer that gives a single line of valid UTF-8 JSON whatever
+	 * the strings hold (names and command lines come from processes). */
+	r = jsonl_format(rec, &line, NULL);
 	json_object_put(rec);
+	if (r < 0)
+		return r;
 
 	r = flush_pending(j);
 	if (r == 0) {

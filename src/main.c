@@ -16,6 +16,7 @@
 #include "dumpwatch/record.h"
 #include "dumpwatch/rulefile.h"
 #include "dumpwatch/rules.h"
+#include "dumpwatch/trust.h"
 #include "dumpwatch/units.h"
 #include "dumpwatch/views.h"
 #include "dumpwatch/watch.h"
@@ -29,7 +30,8 @@ static void usage(FILE *f)
 	      "       dumpwatch --rules-dir DIR [options]   guard every .NET process the rule files in DIR match\n"
 	      "       dumpwatch ps [--json]                 list .NET processes\n"
 	      "       dumpwatch record --pid PID --out FILE [--duration 5s]\n"
-	      "       dumpwatch check PATH...               validate rule files (a directory: its *.json)\n"
+	      "       dumpwatch check [--dump-dir DIR] [--allow-dump-dir DIR] PATH...\n"
+	      "                                             validate rule files (a directory: its *.json)\n"
 	      "       dumpwatch counters --pid PID|--name NAME [--interval 1s] [--format table|json] [--counters "
 	      "PROVIDER]\n"
 	      "                                             live GC, allocation, AppDomain and EventCounters figures\n"
@@ -47,6 +49,8 @@ static void usage(FILE *f)
 	      "  -d, --dump-dir DIR       where dumps go (default: the current directory)\n"
 	      "  -t, --dump-type TYPE     normal | withheap | triage | full (default withheap)\n"
 	      "      --dump-via HOW       runtime | exec | auto (default auto: the runtime's dump command)\n"
+	      "      --createdump PATH    the createdump that --dump-via exec runs (default: the host's runtime\n"
+	      "                           of the target's version); implies --dump-via exec\n"
 	      "  -n, --max-dumps N        exit after the N-th dump (default 1; 0 = no limit)\n"
 	      "  -c, --cooldown DURATION  least time between two dumps (default 10s)\n"
 	      "  -j, --journal FILE       append a JSON line for every attach, fire, dump and failure\n"
@@ -62,6 +66,8 @@ static void usage(FILE *f)
 	      "guard options (with --rules-dir; limits and dump type come from the rule files):\n"
 	      "  -r, --rules-dir DIR      the rule files (*.json), watched for changes; SIGHUP reloads\n"
 	      "      --state-dir DIR      where limits are kept across restarts (default: beside --journal)\n"
+	      "      --allow-dump-dir DIR a rule's dump.dir may also lie inside DIR (repeatable; by default\n"
+	      "                           only inside --dump-dir)\n"
 	      "      --socket-dir DIR     also watch DIR for new diagnostics sockets (repeatable)\n"
 	      "      --stop-timeout D     on SIGTERM, how long a dump in progress may take (default 5s)\n"
 	      "      --log journald|stderr  priority prefixes for journald (default: when JOURNAL_STREAM is set)\n"
@@ -259,22 +265,75 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 	return view_run(&o);
 }
 
+/* A directory given to check's --dump-dir/--allow-dump-dir: its real path
+ * when it exists here, else the path made absolute and normalized (the rules
+ * may be checked on another machine than the daemon's). 0 or -errno. */
+static int check_dump_dir(const char *dir, char *out, size_t outlen)
+{
+	char cwd[PATH_MAX], abs[PATH_MAX];
+
+	if (realpath(dir, out))
+		return 0;
+	if (dir[0] == '/')
+		snprintf(abs, sizeof(abs), "%s", dir);
+	else if (!getcwd(cwd, sizeof(cwd)) || (size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, dir) >= sizeof(abs))
+		return -ENAMETOOLONG;
+	return trust_path_normalize(abs, out, outlen);
+}
+
+/* The daemon's --dump-dir as the installed service has it (scripts/dumpwatch.service.in):
+ * what check allows when it is told nothing. */
+#define SERVICE_DUMP_DIR "/var/lib/dumpwatch/dumps"
+
 static int cmd_check(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-			fputs("usage: dumpwatch check PATH...\n"
-			      "Validates rule files; a directory stands for every *.json directly in it.\n"
-			      "exit status: 0 all good, 1 a file has errors, 2 a path cannot be read\n",
+	static const struct option opts[] = {{"dump-dir", required_argument, NULL, 'd'},
+	                                     {"allow-dump-dir", required_argument, NULL, 'a'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {NULL, 0, NULL, 0}};
+	static char dirs_buf[1 + GUARD_ALLOW_DUMP_DIRS_MAX][PATH_MAX];
+	const char *dirs[1 + GUARD_ALLOW_DUMP_DIRS_MAX];
+	size_t n_dirs = 0;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "d:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+		case 'a':
+			if (n_dirs == sizeof(dirs) / sizeof(dirs[0])) {
+				fprintf(stderr, "dumpwatch check: at most %zu dump directories\n", n_dirs);
+				return 2;
+			}
+			if (check_dump_dir(optarg, dirs_buf[n_dirs], sizeof(dirs_buf[n_dirs])) < 0) {
+				fprintf(stderr, "dumpwatch check: %s: not an absolute directory without \"..\"\n",
+				        optarg);
+				return 2;
+			}
+			dirs[n_dirs] = dirs_buf[n_dirs];
+			n_dirs++;
+			break;
+		case 'h':
+			fputs("usage: dumpwatch check [--dump-dir DIR] [--allow-dump-dir DIR]... PATH...\n"
+			      "Validates rule files as the daemon would; a directory stands for every *.json directly\n"
+			      "in it. Each file, the links to it and the directories above them must be root's or\n"
+			      "yours and writable by no one else. A rule's dump.dir must lie inside one of the\n"
+			      "directories given (as on the daemon's command line; default: the service's\n"
+			      "--dump-dir " SERVICE_DUMP_DIR ").\n"
+			      "exit status: 0 all good, 1 a file has errors or is refused, 2 a path cannot be read\n",
 			      stdout);
 			return 0;
+		default:
+			return 2;
 		}
 	}
-	if (argc < 2) {
-		fputs("usage: dumpwatch check PATH...\n", stderr);
+	if (optind >= argc) {
+		fputs("usage: dumpwatch check [--dump-dir DIR] [--allow-dump-dir DIR]... PATH...\n", stderr);
 		return 2;
 	}
-	return rulefile_check_paths(argv + 1, (size_t)(argc - 1), stdout, stderr);
+	if (n_dirs == 0)
+		dirs[n_dirs++] = SERVICE_DUMP_DIR;
+	return rulefile_check_paths(argv + optind, (size_t)(argc - optind), dirs, n_dirs, stdout, stderr);
 }
 
 /* Guard mode: absolute paths, the state directory beside the journal by
@@ -283,7 +342,7 @@ static int run_guard(struct guard_options *go, const char *rules_dir, const char
                      const char *state_dir, enum dump_via via, int64_t interval, int64_t stop_timeout, int verbose,
                      int watch_args)
 {
-	static char rdir[PATH_MAX], ddir[PATH_MAX], sdir[PATH_MAX];
+	static char rdir[PATH_MAX], ddir[PATH_MAX], sdir[PATH_MAX], adirs[GUARD_ALLOW_DUMP_DIRS_MAX][PATH_MAX];
 
 	if (watch_args) {
 		log_error("--rules-dir takes its rules, limits and processes from the rule files; --pid, --when, "
@@ -302,6 +361,14 @@ static int run_guard(struct guard_options *go, const char *rules_dir, const char
 	if (!realpath(dump_dir, ddir)) {
 		log_error("dump directory %s: %s", dump_dir, strerror(errno));
 		return DW_EXIT_USAGE;
+	}
+	/* Compared with the rules' dump.dir as real paths. */
+	for (size_t i = 0; i < go->n_allow_dump_dirs; i++) {
+		if (!realpath(go->allow_dump_dirs[i], adirs[i])) {
+			log_error("--allow-dump-dir %s: %s", go->allow_dump_dirs[i], strerror(errno));
+			return DW_EXIT_USAGE;
+		}
+		go->allow_dump_dirs[i] = adirs[i];
 	}
 	sdir[0] = '\0';
 	if (state_dir) {
@@ -340,13 +407,16 @@ int main(int argc, char **argv)
 		OPT_MIN_FREE,
 		OPT_STORE_MAX_SIZE,
 		OPT_STORE_MAX_COUNT,
-		OPT_STORE_FULL
+		OPT_STORE_FULL,
+		OPT_CREATEDUMP,
+		OPT_ALLOW_DUMP_DIR
 	};
 	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
 	                                     {"when", required_argument, NULL, 'w'},
 	                                     {"dump-dir", required_argument, NULL, 'd'},
 	                                     {"dump-type", required_argument, NULL, 't'},
 	                                     {"dump-via", required_argument, NULL, OPT_VIA},
+	                                     {"createdump", required_argument, NULL, OPT_CREATEDUMP},
 	                                     {"max-dumps", required_argument, NULL, 'n'},
 	                                     {"cooldown", required_argument, NULL, 'c'},
 	                                     {"journal", required_argument, NULL, 'j'},
@@ -362,6 +432,7 @@ int main(int argc, char **argv)
 	                                     {"store-max-size", required_argument, NULL, OPT_STORE_MAX_SIZE},
 	                                     {"store-max-count", required_argument, NULL, OPT_STORE_MAX_COUNT},
 	                                     {"store-full", required_argument, NULL, OPT_STORE_FULL},
+	                                     {"allow-dump-dir", required_argument, NULL, OPT_ALLOW_DUMP_DIR},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, OPT_VERSION},
 	                                     {NULL, 0, NULL, 0}};
@@ -373,7 +444,7 @@ int main(int argc, char **argv)
 	struct store_limits store = {.min_free_pct = STORE_DEFAULT_MIN_FREE_PCT};
 	int limits_given = 0;
 	char err[512], dir[PATH_MAX];
-	const char *dump_dir = ".";
+	const char *dump_dir = ".", *createdump = NULL;
 	int64_t cooldown = 10000000000LL, interval = 1000000000LL;
 	long max_dumps = 1;
 	int c;
@@ -431,6 +502,17 @@ int main(int argc, char **argv)
 				return DW_EXIT_USAGE;
 			}
 			break;
+		case OPT_CREATEDUMP: {
+			char resolved[PATH_MAX];
+			/* Checked now, so that a file root must not run is a
+			 * usage error at start, not a failed dump at 3 a.m. */
+			if (dump_find_createdump(NULL, optarg, resolved, sizeof(resolved), err, sizeof(err)) < 0) {
+				log_error("--createdump: %s", err);
+				return DW_EXIT_USAGE;
+			}
+			createdump = optarg;
+			break;
+		}
 		case 'n': {
 			limits_given = 1;
 			char *end;
@@ -470,6 +552,13 @@ int main(int argc, char **argv)
 				return DW_EXIT_USAGE;
 			}
 			go.socket_dirs[go.n_socket_dirs++] = optarg;
+			break;
+		case OPT_ALLOW_DUMP_DIR:
+			if (go.n_allow_dump_dirs == GUARD_ALLOW_DUMP_DIRS_MAX) {
+				log_error("at most %d --allow-dump-dir", GUARD_ALLOW_DUMP_DIRS_MAX);
+				return DW_EXIT_USAGE;
+			}
+			go.allow_dump_dirs[go.n_allow_dump_dirs++] = optarg;
 			break;
 		case OPT_STOP_TIMEOUT:
 			if (units_parse_duration(optarg, &stop_timeout, err, sizeof(err)) < 0) {
@@ -542,14 +631,27 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (createdump) {
+		if (o.via == DUMP_VIA_RUNTIME) {
+			log_error("--createdump is what --dump-via exec runs; it cannot go with --dump-via runtime");
+			return DW_EXIT_USAGE;
+		}
+		o.via = DUMP_VIA_EXEC;
+	}
 	o.store = store;
 	o.dump_timeout_ns = dump_timeout;
+	o.createdump = createdump;
 	go.store = store;
 	go.dump_timeout_ns = dump_timeout;
+	go.createdump = createdump;
 	if (rules_dir)
 		return run_guard(&go, rules_dir, dump_dir, o.journal_path, state_dir, o.via, interval, stop_timeout,
 		                 o.verbose, o.pid || rule.n_conds || limits_given || argc - optind > 0);
 
+	if (go.n_allow_dump_dirs) {
+		log_error("--allow-dump-dir is for --rules-dir: it widens where rule files may send dumps");
+		return DW_EXIT_USAGE;
+	}
 	/* The classic form: dumpwatch PID MB. */
 	if (argc - optind == 2 && !o.pid && rule.n_conds == 0) {
 		char text[RULE_TEXT_MAX];

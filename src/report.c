@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
 
 #define REPORT_DESCRIBE_EVERY_NS 1000000000LL
@@ -71,10 +72,15 @@ void report_verbose_event(FILE *out, struct report_verbose *v, const char *prefi
 	char b1[32], b2[32], b3[32], b4[32], b5[32];
 
 	switch (r->type) {
-	case EV_COUNTER:
-		fprintf(out, "%8.3fs %s%s/%s = %g %s\n", rel, prefix, r->u.counter.provider, r->u.counter.name,
-		        r->u.counter.value, r->u.counter.display_units);
+	case EV_COUNTER: {
+		/* The runtime names its counters: escaped, one line each. */
+		char ep[4 * EV_NAME_MAX + 1], en[4 * EV_NAME_MAX + 1], eu[4 * EV_UNITS_MAX + 1];
+		fprintf(out, "%8.3fs %s%s/%s = %g %s\n", rel, prefix,
+		        text_escape_str(r->u.counter.provider, ep, sizeof(ep)),
+		        text_escape_str(r->u.counter.name, en, sizeof(en)), r->u.counter.value,
+		        text_escape_str(r->u.counter.display_units, eu, sizeof(eu)));
 		break;
+	}
 	case EV_GC_END:
 		/* GCHeapStats follows the GCEnd of the GC it describes. */
 		v->last_gc_index = r->u.gc_end.count;

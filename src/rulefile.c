@@ -17,8 +17,10 @@
  *                JSON number is accepted only for a metric without a unit.
  *   dump         {type, dir, name}: type normal|withheap|triage|full (default
  *                withheap); dir an absolute directory (default "": the
- *                daemon's); name a file name template using only {name} {pid}
- *                {rule} {time} (default "": the daemon's)
+ *                daemon's; that it lies inside a directory the daemon allows
+ *                is rulefile_check_dump_dirs's part); name a file name
+ *                template using only {name} {pid} {rule} {time} (default "":
+ *                the daemon's)
  *   limits       {max-dumps, window, cooldown}: max-dumps a non-negative
  *                integer (default 1; 0 = no limit) per process within window
  *                (default 0 = the lifetime of the process); cooldown the least
@@ -26,7 +28,9 @@
  *   enabled      true or false (default true)
  *
  * Unknown keys at any level are errors (with the nearest allowed key
- * suggested), and so is a key given twice in one object. Bounds: a file over
+ * suggested), and so is a key given twice in one object. A file that parses
+ * but does not look like a rule file (is_rule_file; see rulefile.h) gets one
+ * diagnostic instead, which quotes nothing of it (nor do syntax errors). Bounds: a file over
  * RULEFILE_SIZE_MAX bytes, nesting deeper than RULEFILE_DEPTH_MAX, or more than
  * RULEFILE_RULES_MAX rules is refused.
  *
@@ -52,6 +56,7 @@
 
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/text.h"
+#include "dumpwatch/trust.h"
 #include "dumpwatch/units.h"
 
 #define NO_OFF UINT32_MAX
@@ -314,6 +319,7 @@ enum diag_kind {
 	K_DUMP,
 	K_TEMPLATE,
 	K_FILTER,
+	K_NOT_RULES,
 	K__COUNT
 };
 
@@ -439,6 +445,27 @@ static size_t edit_distance(const char *a, const char *b)
 	return row[lb];
 }
 
+/* The index of the key in keys (NULL-terminated) that key is a near miss of
+ * (a typo: close for its length), or -1. strict: closer still (one edit for a
+ * short key, two for a longer one), for deciding what a file is rather than
+ * for a suggestion. */
+static int near_key(const char *key, const char *const *keys, int strict)
+{
+	size_t best = (size_t)-1, n = strlen(key);
+	int bi = -1;
+
+	for (int k = 0; keys[k]; k++) {
+		size_t d = edit_distance(key, keys[k]);
+		if (d < best) {
+			best = d;
+			bi = k;
+		}
+	}
+	if (strict)
+		return best <= (n < 6 ? 1 : 2) && best < n ? bi : -1;
+	return best <= (n < 6 ? 2 : 3) && best < n ? bi : -1;
+}
+
 /* ---- objects ---------------------------------------------------------- */
 
 /* One member of an object being validated. */
@@ -496,15 +523,8 @@ static void collect(struct ctx *c, int node, struct json_object *obj, const char
 			continue;
 		}
 		/* Unknown: suggest the nearest allowed key when it is close. */
-		size_t best = (size_t)-1, bi = 0, n = strlen(key);
-		for (k = 0; fits && k < nkeys; k++) {
-			size_t d = edit_distance(key, keys[k]);
-			if (d < best) {
-				best = d;
-				bi = k;
-			}
-		}
-		if (fits && best <= (n < 6 ? 2 : 3) && best < n) {
+		int bi = fits ? near_key(key, keys, 0) : -1;
+		if (bi >= 0) {
 			diag(c, K_UNKNOWN_KEY, key_off(c, ch), "unknown key \"%s\" in %s; did you mean \"%s\"?",
 			     shown(key, q, sizeof(q)), what, keys[bi]);
 		} else {
@@ -800,11 +820,13 @@ static void parse_dump(struct ctx *c, const struct field *df, struct file_rule *
 	    rule_dump_type_parse(s, &fr->rule.dump_type) < 0)
 		diag(c, K_DUMP, val_off(c, f[0].node), "dump type \"%s\" is not one of normal, withheap, triage, full",
 		     shown(s, q, sizeof(q)));
-	if (f[1].node >= 0 && get_string(c, &f[1], "dir", fr->dump_dir, sizeof(fr->dump_dir)) == 0 && fr->dump_dir[0] &&
-	    fr->dump_dir[0] != '/')
-		diag(c, K_DUMP, val_off(c, f[1].node),
-		     "dump dir \"%s\" must be an absolute path, such as \"/var/lib/dumpwatch/dumps\"",
-		     shown(fr->dump_dir, q, sizeof(q)));
+	if (f[1].node >= 0 && get_string(c, &f[1], "dir", fr->dump_dir, sizeof(fr->dump_dir)) == 0) {
+		ctx_pos(c, val_off(c, f[1].node), &fr->dump_dir_line, &fr->dump_dir_column);
+		if (fr->dump_dir[0] && fr->dump_dir[0] != '/')
+			diag(c, K_DUMP, val_off(c, f[1].node),
+			     "dump dir \"%s\" must be an absolute path, such as \"/var/lib/dumpwatch/dumps\"",
+			     shown(fr->dump_dir, q, sizeof(q)));
+	}
 	if (f[2].node >= 0 && get_string(c, &f[2], "name", fr->name_template, sizeof(fr->name_template)) == 0)
 		check_template(c, f[2].node, fr->name_template);
 }
@@ -833,6 +855,13 @@ static void parse_limits(struct ctx *c, const struct field *lf, struct rule_limi
 static const char *const rule_keys[] = {"name",   "description", "process", "when",  "dump",
                                         "limits", "enabled",     "$schema", "rules", NULL};
 enum { RK_NAME, RK_DESC, RK_PROCESS, RK_WHEN, RK_DUMP, RK_LIMITS, RK_ENABLED, RK_SCHEMA, RK_RULES };
+/* The keys of a {"rules": [...]} file; those of a rule inside it; the keys
+ * that mark an object as a rule, or a file as a list of rules. */
+static const char *const file_keys[] = {"rules", "$schema", NULL};
+static const char *const inner_rule_keys[] = {"name", "description", "process", "when",
+                                              "dump", "limits",      "enabled", NULL};
+static const char *const rule_anchors[] = {"name", "when", NULL};
+static const char *const file_anchors[] = {"rules", NULL};
 
 /* Parses the rule object at node into fr (defaults first). top is set for
  * a file that is a single rule, where "$schema" is allowed. */
@@ -840,7 +869,6 @@ static void parse_rule(struct ctx *c, int node, struct json_object *obj, int top
 {
 	/* "rules" is listed only for its suggestion: a rule with it is a container. */
 	const char *const *keys = rule_keys;
-	const char *const inner_keys[] = {"name", "description", "process", "when", "dump", "limits", "enabled", NULL};
 	struct field f[9];
 	char q[80];
 	int column;
@@ -854,7 +882,7 @@ static void parse_rule(struct ctx *c, int node, struct json_object *obj, int top
 	ctx_pos(c, val_off(c, node), &fr->line, &column); /* the column is not kept */
 
 	if (!top) {
-		collect(c, node, obj, "rule", inner_keys, f);
+		collect(c, node, obj, "rule", inner_rule_keys, f);
 		f[RK_SCHEMA].node = -1;
 	} else {
 		collect(c, node, obj, "rule", keys, f);
@@ -894,6 +922,67 @@ static void parse_rule(struct ctx *c, int node, struct json_object *obj, int top
 		diag(c, K_TYPE, val_off(c, f[RK_SCHEMA].node), "\"$schema\" must be a string");
 }
 
+/* ---- is it a rule file? ----------------------------------------------- */
+
+/* The first member of the object at node named key, or -1. */
+static int member(struct ctx *c, int node, const char *key)
+{
+	char k[KEY_MAX];
+
+	for (int ch = c->sc.nodes[node].first_child; ch >= 0; ch = c->sc.nodes[ch].next_sibling)
+		if (decode_string(c->text, c->len, c->sc.nodes[ch].key_off, k, sizeof(k)) == 0 && strcmp(k, key) == 0)
+			return ch;
+	return -1;
+}
+
+/* Whether the object at node looks like what keys describe: it has one of
+ * the anchors, and more than half of its keys are keys or close misses of one.
+ * Decides whether messages may quote the file (see rulefile.h): a file that
+ * is not a rule file (some other JSON a link leads to) has few of our keys. */
+static int looks_like(struct ctx *c, int node, const char *const *keys, const char *const *anchors)
+{
+	char k[KEY_MAX];
+	size_t total = 0, known = 0;
+	int anchored = 0;
+
+	for (int ch = c->sc.nodes[node].first_child; ch >= 0; ch = c->sc.nodes[ch].next_sibling) {
+		size_t i;
+		total++;
+		if (decode_string(c->text, c->len, c->sc.nodes[ch].key_off, k, sizeof(k)) < 0)
+			continue;
+		for (i = 0; anchors[i]; i++)
+			anchored |= strcmp(k, anchors[i]) == 0;
+		for (i = 0; keys[i] && strcmp(k, keys[i]) != 0; i++)
+			;
+		if (keys[i] || near_key(k, keys, 1) >= 0)
+			known++;
+	}
+	return anchored && known * 2 > total;
+}
+
+/* Whether the file (an object at node 0) looks like a rule file; when not,
+ * the one diagnostic it gets, at the object that does not, quoting nothing. */
+static int is_rule_file(struct ctx *c, int listed)
+{
+	static const char msg[] = "this does not look like a rule file (a rule object with \"name\" and \"when\", or "
+	                          "{\"rules\": [rule, ...]}), so nothing of it is shown";
+	int rules_node;
+
+	if (!looks_like(c, 0, listed ? file_keys : rule_keys, listed ? file_anchors : rule_anchors)) {
+		diag(c, K_NOT_RULES, val_off(c, 0), "%s", msg);
+		return 0;
+	}
+	rules_node = listed ? member(c, 0, "rules") : -1;
+	if (rules_node < 0 || c->text[c->sc.nodes[rules_node].val_off] != '[')
+		return 1;
+	for (int ch = c->sc.nodes[rules_node].first_child; ch >= 0; ch = c->sc.nodes[ch].next_sibling)
+		if (c->text[c->sc.nodes[ch].val_off] == '{' && !looks_like(c, ch, inner_rule_keys, rule_anchors)) {
+			diag(c, K_NOT_RULES, val_off(c, ch), "%s", msg);
+			return 0;
+		}
+	return 1;
+}
+
 /* ---- the file --------------------------------------------------------- */
 
 static int diag_cmp(const void *a, const void *b)
@@ -909,7 +998,6 @@ static int diag_cmp(const void *a, const void *b)
  * diagnostics (or -ENOMEM). */
 static int parse_text(struct ctx *c, struct file_rule **ret)
 {
-	static const char *const file_keys[] = {"rules", "$schema", NULL};
 	struct json_tokener *tok;
 	struct json_object *root = NULL, *rules = NULL;
 	struct file_rule *out = NULL;
@@ -976,6 +1064,8 @@ static int parse_text(struct ctx *c, struct file_rule **ret)
 		diag(c, K_TYPE, val_off(c, 0), "a rule file must hold a rule object or {\"rules\": [...]}");
 		goto fail;
 	}
+	if (!is_rule_file(c, json_object_object_get_ex(root, "rules", NULL)))
+		goto fail;
 	if (json_object_object_get_ex(root, "rules", &rules)) {
 		struct field f[2];
 		collect(c, 0, root, "rule file", file_keys, f);
@@ -1111,6 +1201,60 @@ void rulefile_format_duplicate(const char *path, const struct file_rule *r, cons
 	         r->rule.name, other_path, other_line, other_column);
 }
 
+int rulefile_check_dump_dirs(const struct file_rule *rules, size_t n, const char *const *dirs, size_t n_dirs,
+                             struct rule_diag *diags, size_t max_diags, size_t *ret_ndiags)
+{
+	char norm[PATH_MAX], list[320], q[80];
+	size_t nd = 0, bad = 0, l = 0;
+
+	if (ret_ndiags)
+		*ret_ndiags = 0;
+	if (n_dirs == 0)
+		return 0;
+	list[0] = '\0';
+	for (size_t i = 0; i < n_dirs; i++) {
+		size_t need = strlen(dirs[i]) + (i ? 2 : 0);
+		if (l + need + 5 >= sizeof(list)) {
+			snprintf(list + l, sizeof(list) - l, ", ...");
+			break;
+		}
+		l += (size_t)snprintf(list + l, sizeof(list) - l, "%s%s", i ? ", " : "", dirs[i]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct file_rule *r = &rules[i];
+		size_t k = 0;
+		int e;
+
+		if (!r->dump_dir[0])
+			continue;
+		e = trust_path_normalize(r->dump_dir, norm, sizeof(norm));
+		for (k = 0; e == 0 && k < n_dirs; k++)
+			if (trust_path_within(norm, dirs[k]))
+				break;
+		if (e == 0 && k < n_dirs)
+			continue;
+		bad++;
+		if (nd >= max_diags || !diags)
+			continue;
+		diags[nd].line = r->dump_dir_line;
+		diags[nd].column = r->dump_dir_column;
+		if (e == -EINVAL)
+			snprintf(diags[nd].message, sizeof(diags[nd].message),
+			         "dump dir \"%s\" has a \"..\" component; write the directory it means",
+			         shown(r->dump_dir, q, sizeof(q)));
+		else
+			snprintf(
+			    diags[nd].message, sizeof(diags[nd].message),
+			    "dump dir \"%s\" is not inside an allowed dump directory (%s): dumps go only below the "
+			    "daemon's --dump-dir and its --allow-dump-dir directories",
+			    shown(r->dump_dir, q, sizeof(q)), list);
+		nd++;
+	}
+	if (ret_ndiags)
+		*ret_ndiags = nd;
+	return bad ? -EINVAL : 0;
+}
+
 int rulefile_filter_match(const struct rule_filter *f, const char *name, const char *cmdline, pid_t pid, uid_t uid,
                           long uid_of_user)
 {
@@ -1135,37 +1279,26 @@ int rulefile_filter_match(const struct rule_filter *f, const char *name, const c
 
 /* ---- files (I/O) ------------------------------------------------------ */
 
-int rulefile_read(const char *path, char **ret_text, size_t *ret_len, char *err, size_t errlen)
+int rulefile_read_fd(int fd, const char *path, char **ret_text, size_t *ret_len, char *err, size_t errlen)
 {
 	struct stat st;
 	size_t cap = RULEFILE_SIZE_MAX + 1, n = 0;
 	char *buf;
-	int fd, e;
+	int e;
 
 	*ret_text = NULL;
 	*ret_len = 0;
-	/* O_NONBLOCK so that a FIFO cannot hang the open. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		e = errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(e));
-		return -e;
-	}
 	if (fstat(fd, &st) < 0) {
 		e = errno;
 		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(e));
-		close(fd);
 		return -e;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
 		snprintf(err, errlen, "%s: not a regular file", path);
-		close(fd);
-		return -e;
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	}
 	buf = malloc(cap + 1);
 	if (!buf) {
-		close(fd);
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
@@ -1177,18 +1310,60 @@ int rulefile_read(const char *path, char **ret_text, size_t *ret_len, char *err,
 			e = errno;
 			snprintf(err, errlen, "%s: cannot read: %s", path, strerror(e));
 			free(buf);
-			close(fd);
 			return -e;
 		}
 		if (r == 0)
 			break;
 		n += (size_t)r;
 	}
-	close(fd);
 	buf[n] = '\0';
 	*ret_text = buf;
 	*ret_len = n;
 	return 0;
+}
+
+int rulefile_read(const char *path, char **ret_text, size_t *ret_len, char *err, size_t errlen)
+{
+	int fd, r;
+
+	*ret_text = NULL;
+	*ret_len = 0;
+	/* O_NONBLOCK so that a FIFO cannot hang the open. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(e));
+		return -e;
+	}
+	r = rulefile_read_fd(fd, path, ret_text, ret_len, err, errlen);
+	close(fd);
+	return r;
+}
+
+int rulefile_read_trusted(const char *path, uid_t self, char **ret_text, size_t *ret_len, char *err, size_t errlen)
+{
+	char abs[PATH_MAX], cwd[PATH_MAX], why[2 * PATH_MAX + 256];
+	int fd, r;
+
+	*ret_text = NULL;
+	*ret_len = 0;
+	if (path[0] == '/') {
+		snprintf(abs, sizeof(abs), "%s", path);
+	} else if (!getcwd(cwd, sizeof(cwd)) || (size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, path) >= sizeof(abs)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	fd = trust_open(abs, self, why, sizeof(why));
+	if (fd < 0) {
+		if (fd == -EPERM)
+			snprintf(err, errlen, "%s: refused: %s", path, why);
+		else
+			snprintf(err, errlen, "%s: %s", path, why);
+		return fd;
+	}
+	r = rulefile_read_fd(fd, path, ret_text, ret_len, err, errlen);
+	close(fd);
+	return r;
 }
 
 struct seen_name {
@@ -1199,10 +1374,35 @@ struct seen_name {
 
 struct checker {
 	FILE *outf, *errf;
+	const char *const *dump_dirs;
+	size_t n_dump_dirs;
+	uid_t self;
 	struct seen_name *names;
 	size_t n_names, cap_names;
 	int status;
 };
+
+/* One line of `dumpwatch check` output. Paths, file names and the rule text
+ * quoted in messages may hold anything: the line is escaped (text_escape). */
+static void check_print(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check_print(FILE *f, const char *fmt, ...)
+{
+	char line[2 * PATH_MAX + RULEFILE_MSG_MAX + 256], safe[4 * sizeof(line) + 1];
+	va_list ap;
+	size_t len;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	len = strlen(line);
+	if ((size_t)n >= sizeof(line))
+		len = text_utf8_trim(line, len);
+	text_escape(line, len, safe, sizeof(safe));
+	fprintf(f, "%s\n", safe);
+}
 
 static void check_status(struct checker *k, int s)
 {
@@ -1218,19 +1418,26 @@ static void check_file(struct checker *k, const char *path)
 	size_t len, nd = 0;
 	int n, dups = 0;
 
-	if (rulefile_read(path, &text, &len, err, sizeof(err)) < 0) {
-		fprintf(k->errf, "%s\n", err);
-		check_status(k, 2);
+	n = rulefile_read_trusted(path, k->self, &text, &len, err, sizeof(err));
+	if (n < 0) {
+		check_print(k->errf, "%s", err);
+		check_status(k, n == -EPERM ? 1 : 2);
 		return;
 	}
 	n = rulefile_parse(text, len, &rules, diags, sizeof(diags) / sizeof(diags[0]), &nd);
 	free(text);
+	if (n >= 0 && rulefile_check_dump_dirs(rules, (size_t)n, k->dump_dirs, k->n_dump_dirs, diags,
+	                                       sizeof(diags) / sizeof(diags[0]), &nd) < 0) {
+		free(rules);
+		rules = NULL;
+		n = -EINVAL;
+	}
 	if (n < 0) {
 		if (n == -ENOMEM)
-			fprintf(k->errf, "%s: out of memory\n", path);
+			check_print(k->errf, "%s: out of memory", path);
 		for (size_t i = 0; i < nd; i++) {
 			rulefile_format_diag(path, &diags[i], err, sizeof(err));
-			fprintf(k->errf, "%s\n", err);
+			check_print(k->errf, "%s", err);
 		}
 		check_status(k, 1);
 		return;
@@ -1243,7 +1450,7 @@ static void check_file(struct checker *k, const char *path)
 		if (j < k->n_names) {
 			rulefile_format_duplicate(path, &rules[i], k->names[j].path, k->names[j].line,
 			                          k->names[j].column, err, sizeof(err));
-			fprintf(k->errf, "%s\n", err);
+			check_print(k->errf, "%s", err);
 			dups++;
 			continue;
 		}
@@ -1251,7 +1458,7 @@ static void check_file(struct checker *k, const char *path)
 			size_t cap = k->cap_names ? k->cap_names * 2 : 16;
 			struct seen_name *p = realloc(k->names, cap * sizeof(*p));
 			if (!p) {
-				fprintf(k->errf, "%s: out of memory\n", path);
+				check_print(k->errf, "%s: out of memory", path);
 				check_status(k, 1);
 				free(rules);
 				return;
@@ -1271,7 +1478,7 @@ static void check_file(struct checker *k, const char *path)
 	if (dups)
 		check_status(k, 1);
 	else
-		fprintf(k->outf, "%s: %d rule%s OK\n", path, n, n == 1 ? "" : "s");
+		check_print(k->outf, "%s: %d rule%s OK", path, n, n == 1 ? "" : "s");
 	free(rules);
 }
 
@@ -1351,19 +1558,19 @@ static void check_dir(struct checker *k, const char *dir)
 
 	r = rulefile_list_dir(dir, &names, &n, &truncated);
 	if (r < 0) {
-		fprintf(k->errf, "%s: cannot read the directory: %s\n", dir, strerror(-r));
+		check_print(k->errf, "%s: cannot read the directory: %s", dir, strerror(-r));
 		check_status(k, 2);
 		return;
 	}
 	if (truncated) {
-		fprintf(k->errf, "%s: more than %d rule files; the rest are not checked\n", dir, RULEFILE_DIR_MAX);
+		check_print(k->errf, "%s: more than %d rule files; the rest are not checked", dir, RULEFILE_DIR_MAX);
 		check_status(k, 1);
 	}
 	if (n == 0)
-		fprintf(k->outf, "%s: no rule files (*.json)\n", dir);
+		check_print(k->outf, "%s: no rule files (*.json)", dir);
 	for (size_t i = 0; i < n; i++) {
 		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir, sep, names[i]) >= sizeof(path)) {
-			fprintf(k->errf, "%s%s%s: path too long\n", dir, sep, names[i]);
+			check_print(k->errf, "%s%s%s: path too long", dir, sep, names[i]);
 			check_status(k, 2);
 		} else {
 			check_file(k, path);
@@ -1372,18 +1579,22 @@ static void check_dir(struct checker *k, const char *dir)
 	rulefile_free_names(names, n);
 }
 
-int rulefile_check_paths(char *const *paths, size_t n_paths, FILE *outf, FILE *errf)
+int rulefile_check_paths(char *const *paths, size_t n_paths, const char *const *dump_dirs, size_t n_dump_dirs,
+                         FILE *outf, FILE *errf)
 {
 	struct checker k;
 
 	memset(&k, 0, sizeof(k));
 	k.outf = outf;
 	k.errf = errf;
+	k.dump_dirs = dump_dirs;
+	k.n_dump_dirs = n_dump_dirs;
+	k.self = geteuid();
 	for (size_t i = 0; i < n_paths; i++) {
 		struct stat st;
 
 		if (stat(paths[i], &st) < 0) {
-			fprintf(errf, "%s: %s\n", paths[i], strerror(errno));
+			check_print(errf, "%s: %s", paths[i], strerror(errno));
 			check_status(&k, 2);
 			continue;
 		}

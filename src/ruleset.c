@@ -40,7 +40,16 @@
  *   IN_CLOSE_WRITE and IN_MOVED_TO (an editor's save by rename) and dropped on
  *   IN_DELETE and IN_MOVED_FROM. IN_CREATE is not taken: a file being written is
  *   read when it is closed, not half-way (a hard link made into the directory
- *   is therefore seen only at the next reload).
+ *   is therefore seen only at the next reload), except a symbolic link, which
+ *   is complete when it is created (a ConfigMap's links are made that way).
+ * - IN_ATTRIB on a file already read reads it again, on the directory itself
+ *   every file: a chown or chmod can make a file untrusted without writing
+ *   it (a file never read is read when it is closed, as above). Such
+ *   rereads, and those for a name starting with ".." (a ConfigMap's ..data
+ *   swap: the files' links stay, what they lead to changes), are quiet: a
+ *   file is reported only when its outcome differs from its last report (a
+ *   hash of its text, or of its diagnostics), so a touch or an unrelated
+ *   directory in the volume changes nothing.
  * - The parent directory is watched for the rules directory's creation or
  *   rename into place, so that a directory removed and created again, or
  *   missing at start, is loaded as soon as it appears. The directory is
@@ -62,8 +71,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dumpwatch/trust.h"
+
 #define DIR_EVENTS                                                                                                     \
-	(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+	(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB |        \
+	 IN_CREATE | IN_ONLYDIR)
 #define PARENT_EVENTS (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)
 #define INOTIFY_FDS_MAX 1024 /* inotify descriptors already open in the process that we can tell apart */
 #define PENDING_MAX 1024     /* distinct changed names in one batch; beyond, the whole directory is read */
@@ -83,6 +95,7 @@ struct rs_file {
 	 * version out: it is read again once they are all free. */
 	rule_name_t *clash;
 	size_t n_clash;
+	uint64_t last_sig; /* of the last report: a quiet reread reports only a change */
 };
 
 struct ruleset {
@@ -104,6 +117,10 @@ struct ruleset {
 	diag_line_t *diags; /* RULESET_DIAGS_MAX lines for a rejection */
 	uint64_t generation;
 	uint64_t active_sig;
+	uid_t self;       /* trusted beside root (trust.h) */
+	char **dump_dirs; /* the policy's, copied */
+	size_t n_dump_dirs;
+	int quiet; /* reports of unchanged outcomes are left out (see the design notes) */
 };
 
 static int ruleset_is_open; /* libinotifytools is process-wide: one ruleset at a time */
@@ -220,24 +237,49 @@ static void report(struct ruleset *rs, enum ruleset_change_kind kind, const char
 	rs->fn(rs->ctx, &c);
 }
 
+/* Reports a file's outcome, whose hash is sig; f is its entry (NULL when it
+ * has none). A quiet reread leaves out an outcome equal to the last one. */
+static void report_file(struct ruleset *rs, struct rs_file *f, const struct ruleset_change *c, uint64_t sig)
+{
+	if (f) {
+		if (rs->quiet && f->last_sig == sig)
+			return;
+		f->last_sig = sig;
+	}
+	rs->fn(rs->ctx, c);
+}
+
 /* A rejection; f is the file's entry (NULL when it has none). diags[i] are
- * DIAG_LEN buffers. */
-static void report_rejected(struct ruleset *rs, const char *path, const struct rs_file *f, diag_line_t *diags, size_t n)
+ * DIAG_LEN buffers. withdrawn: a refusal by the trust checks that took
+ * that many rules out of force. */
+static void report_rejected_ex(struct ruleset *rs, const char *path, struct rs_file *f, diag_line_t *diags, size_t n,
+                               int refused, size_t withdrawn)
 {
 	const char *lines[RULESET_DIAGS_MAX];
 	struct ruleset_change c = {.kind = RULESET_REJECTED, .dir = rs->dir, .file = path};
+	uint64_t sig = fnv_str(FNV_OFFSET, "rejected");
 
-	for (size_t i = 0; i < n && i < RULESET_DIAGS_MAX; i++)
+	for (size_t i = 0; i < n && i < RULESET_DIAGS_MAX; i++) {
 		lines[i] = diags[i];
+		sig = fnv_str(sig, diags[i]);
+	}
 	c.diags = lines;
 	c.n_diags = n < RULESET_DIAGS_MAX ? n : RULESET_DIAGS_MAX;
 	c.kept_last_good = f && f->has_good;
 	c.kept_rules = f && f->has_good ? f->n_rules : 0;
-	rs->fn(rs->ctx, &c);
+	c.refused = refused;
+	c.withdrawn_rules = withdrawn;
+	sig = fnv_i64(sig, c.kept_last_good);
+	report_file(rs, f, &c, sig);
+}
+
+static void report_rejected(struct ruleset *rs, const char *path, struct rs_file *f, diag_line_t *diags, size_t n)
+{
+	report_rejected_ex(rs, path, f, diags, n, 0, 0);
 }
 
 /* A rejection with one "path: sentence" line (path may be the directory). */
-static void report_problem(struct ruleset *rs, const char *path, const struct rs_file *f, const char *sentence)
+static void report_problem(struct ruleset *rs, const char *path, struct rs_file *f, const char *sentence)
 {
 	diag_line_t line[1];
 
@@ -404,8 +446,9 @@ static int file_load(struct ruleset *rs, const char *name)
 	int n, r;
 
 	file_path(rs, name, path, sizeof(path));
-	/* rulefile_read's sentence starts with the path: it is the diagnostic. */
-	r = rulefile_read(path, &text, &len, diags[0], DIAG_LEN);
+	/* rulefile_read_trusted's sentence starts with the path: it is the
+	 * diagnostic. ENOENT also when a link leads nowhere (any more). */
+	r = rulefile_read_trusted(path, rs->self, &text, &len, diags[0], DIAG_LEN);
 	if (r == -ENOENT) {
 		file_remove(rs, name);
 		return 0;
@@ -422,13 +465,34 @@ static int file_load(struct ruleset *rs, const char *name)
 		report_problem(rs, path, NULL, "out of memory");
 		return 0;
 	}
+	if (r == -EPERM) {
+		/* Refused: whatever it held before is not to be trusted either. */
+		size_t withdrawn = f->has_good ? f->n_rules : 0;
+		if (f->has_good) {
+			rs->n_rules -= f->n_rules;
+			free(f->rules);
+			f->rules = NULL;
+			f->n_rules = 0;
+			f->has_good = 0;
+		}
+		file_clear_clash(f);
+		report_rejected_ex(rs, path, f, diags, 1, 1, withdrawn);
+		return 0;
+	}
 	if (r < 0) {
 		file_clear_clash(f);
 		report_rejected(rs, path, f, diags, 1);
 		return 0;
 	}
+	uint64_t sig = fnv(fnv_str(FNV_OFFSET, "loaded"), text, len);
 	n = rulefile_parse(text, len, &rules, rd, RULESET_DIAGS_MAX, &nd);
 	free(text);
+	if (n >= 0 && rulefile_check_dump_dirs(rules, (size_t)n, (const char *const *)rs->dump_dirs, rs->n_dump_dirs,
+	                                       rd, RULESET_DIAGS_MAX, &nd) < 0) {
+		free(rules);
+		rules = NULL;
+		n = -EINVAL;
+	}
 	if (n < 0) {
 		for (size_t i = 0; i < nd; i++)
 			rulefile_format_diag(path, &rd[i], diags[i], DIAG_LEN);
@@ -458,7 +522,7 @@ static int file_load(struct ruleset *rs, const char *name)
 	struct ruleset_change c = {.kind = RULESET_LOADED, .dir = rs->dir, .file = path};
 	c.rules = f->rules;
 	c.n_rules = f->n_rules;
-	rs->fn(rs->ctx, &c);
+	report_file(rs, f, &c, sig);
 	return 1;
 }
 
@@ -628,17 +692,24 @@ struct batch {
 	int dir_there;  /* the parent saw the directory's name created or moved in */
 	int full;       /* events were lost, or too many names changed: read it all */
 	int parent_off; /* the kernel dropped the parent's watch */
-	char **names;   /* rule file names that changed, each once */
+	int recheck;    /* read every file again, quietly: the directory's owner or
+	                   mode, or a ".." name (a ConfigMap update), changed */
+	struct pending {
+		char *name; /* a rule file name that changed, each once */
+		int loud;   /* written, created or renamed, not only its attributes */
+	} * names;
 	size_t n;
 };
 
-static void batch_add(struct batch *b, const char *name)
+static void batch_add(struct batch *b, const char *name, int loud)
 {
-	char **v;
+	struct pending *v;
 
 	for (size_t i = 0; i < b->n; i++)
-		if (strcmp(b->names[i], name) == 0)
+		if (strcmp(b->names[i].name, name) == 0) {
+			b->names[i].loud |= loud;
 			return;
+		}
 	if (b->n == PENDING_MAX) {
 		b->full = 1;
 		return;
@@ -649,8 +720,9 @@ static void batch_add(struct batch *b, const char *name)
 		return;
 	}
 	b->names = v;
-	v[b->n] = strdup(name);
-	if (!v[b->n])
+	v[b->n].name = strdup(name);
+	v[b->n].loud = loud;
+	if (!v[b->n].name)
 		b->full = 1;
 	else
 		b->n++;
@@ -659,8 +731,18 @@ static void batch_add(struct batch *b, const char *name)
 static void batch_free(struct batch *b)
 {
 	for (size_t i = 0; i < b->n; i++)
-		free(b->names[i]);
+		free(b->names[i].name);
 	free(b->names);
+}
+
+/* Whether name in the directory is a symbolic link (complete once created). */
+static int is_link(const struct ruleset *rs, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	file_path(rs, name, path, sizeof(path));
+	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
 }
 
 /* Takes every pending event (see the design notes on why all of them).
@@ -684,8 +766,23 @@ static int collect(struct ruleset *rs, struct batch *b)
 		} else if (ev->wd == rs->dir_wd) {
 			if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT))
 				b->dir_gone = 1;
-			else if (ev->len && rulefile_is_rule_file_name(ev->name))
-				batch_add(b, ev->name);
+			else if (!ev->len)
+				b->recheck |= (ev->mask & IN_ATTRIB) != 0; /* the directory's own owner or mode */
+			else if (ev->name[0] == '.' && ev->name[1] == '.')
+				b->recheck = 1; /* ..data, ..data_tmp, ..TIMESTAMP */
+			else if (!rulefile_is_rule_file_name(ev->name))
+				continue;
+			else if (ev->mask & IN_CREATE) {
+				if (is_link(rs, ev->name))
+					batch_add(b, ev->name, 1);
+			} else if (ev->mask & ~(uint32_t)IN_ATTRIB) {
+				batch_add(b, ev->name, 1);
+			} else if (file_find(rs, ev->name)) {
+				/* Attributes alone: only a file already read can have
+				 * become untrusted; a new one (maybe half-written) is
+				 * read when it is closed. */
+				batch_add(b, ev->name, 0);
+			}
 		}
 		/* Any other descriptor is a past incarnation of the directory. */
 	}
@@ -704,8 +801,14 @@ static int run(struct ruleset *rs, int full)
 	if (full || b.full || b.dir_there || b.dir_gone) {
 		sync_dir(rs, full);
 	} else if (rs->dir_wd >= 0) {
-		for (size_t i = 0; i < b.n; i++)
-			file_load(rs, b.names[i]);
+		for (size_t i = 0; i < b.n; i++) {
+			rs->quiet = !b.names[i].loud;
+			file_load(rs, b.names[i].name);
+		}
+		rs->quiet = 1;
+		if (b.recheck)
+			load_all(rs);
+		rs->quiet = 0;
 	}
 	batch_free(&b);
 	retry_clashes(rs);
@@ -831,7 +934,34 @@ static int split_dir(struct ruleset *rs, const char *dir, char *err, size_t errl
 	return 0;
 }
 
-int ruleset_open(const char *dir, ruleset_report_fn fn, void *ctx, struct ruleset **ret, char *err, size_t errlen)
+/* Copies the policy's dump directories. 0 or -ENOMEM. */
+static int copy_policy(struct ruleset *rs, const struct ruleset_policy *policy)
+{
+	size_t n = policy ? policy->n_dump_dirs : 0;
+
+	if (n == 0)
+		return 0;
+	rs->dump_dirs = calloc(n, sizeof(*rs->dump_dirs));
+	if (!rs->dump_dirs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		rs->dump_dirs[i] = strdup(policy->dump_dirs[i]);
+		if (!rs->dump_dirs[i])
+			return -ENOMEM;
+		rs->n_dump_dirs++;
+	}
+	return 0;
+}
+
+static void free_policy(struct ruleset *rs)
+{
+	for (size_t i = 0; i < rs->n_dump_dirs; i++)
+		free(rs->dump_dirs[i]);
+	free(rs->dump_dirs);
+}
+
+int ruleset_open(const char *dir, const struct ruleset_policy *policy, ruleset_report_fn fn, void *ctx,
+                 struct ruleset **ret, char *err, size_t errlen)
 {
 	struct ruleset *rs;
 	struct stat st;
@@ -847,15 +977,17 @@ int ruleset_open(const char *dir, ruleset_report_fn fn, void *ctx, struct rulese
 		rs->active = calloc(RULESET_RULES_MAX, sizeof(*rs->active));
 		rs->diags = calloc(RULESET_DIAGS_MAX, sizeof(*rs->diags));
 	}
-	if (!rs || !rs->active || !rs->diags) {
+	if (!rs || !rs->active || !rs->diags || copy_policy(rs, policy) < 0) {
 		if (rs) {
 			free(rs->active);
 			free(rs->diags);
+			free_policy(rs);
 		}
 		free(rs);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	rs->self = geteuid();
 	rs->fn = fn;
 	rs->ctx = ctx;
 	rs->fd = rs->dir_wd = rs->parent_wd = -1;
@@ -899,6 +1031,7 @@ fail_inotify:
 fail:
 	free(rs->active);
 	free(rs->diags);
+	free_policy(rs);
 	free(rs);
 	return r;
 }
@@ -915,6 +1048,7 @@ void ruleset_free(struct ruleset *rs)
 	free(rs->files);
 	free(rs->active);
 	free(rs->diags);
+	free_policy(rs);
 	/* Closes the descriptor. The library's read buffer outlives this, but
 	 * it is empty: events are always read until there are none. */
 	inotifytools_cleanup();

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dumpwatch/jsonl.h"
+
 void state_from_eval(struct state_record *rec, const struct eval_state *st)
 {
 	rec->fires = st->fires;
@@ -194,7 +196,8 @@ char *state_format(const struct state_record *recs, size_t n, const char *boot_i
 		json_object_array_add(arr, o);
 	}
 	json_object_object_add(root, "records", arr);
-	text = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
+	if (jsonl_format(root, &text, NULL) < 0)
+		text = NULL;
 	json_object_put(root);
 	return text;
 }

@@ -108,32 +108,41 @@ void store_state_free(struct store_state *s)
 	s->n = 0;
 }
 
-/* What is wrong with writing estimate bytes given free, stored and count, or
- * NULL when nothing is. */
-static const char *violation(const struct store_state *s, const struct store_limits *l, uint64_t estimate,
-                             uint64_t free_bytes, uint64_t stored, size_t count, char *why, size_t whylen)
+int store_check_free(uint64_t fs_bytes, uint64_t free_bytes, const struct store_limits *l, uint64_t estimate,
+                     const char *where, char *why, size_t whylen)
 {
 	char a[32], b[32], c[32];
 	uint64_t after = free_bytes > estimate ? free_bytes - estimate : 0;
 
 	if (l->min_free_bytes && after < l->min_free_bytes) {
 		snprintf(why, whylen,
-		         "the dump (estimated %s) would leave %s free on the dump file system, under the minimum "
-		         "%s (--min-free)",
+		         "the dump (estimated %s) would leave %s free on %s, under the minimum %s (--min-free)",
 		         units_format((double)estimate, UNIT_BYTES, a, sizeof(a)),
-		         units_format((double)after, UNIT_BYTES, b, sizeof(b)),
+		         units_format((double)after, UNIT_BYTES, b, sizeof(b)), where,
 		         units_format((double)l->min_free_bytes, UNIT_BYTES, c, sizeof(c)));
-		return why;
+		return -ENOSPC;
 	}
-	if (l->min_free_pct > 0 && s->fs_bytes > 0 && (double)after * 100.0 / (double)s->fs_bytes < l->min_free_pct) {
+	if (l->min_free_pct > 0 && fs_bytes > 0 && (double)after * 100.0 / (double)fs_bytes < l->min_free_pct) {
 		snprintf(why, whylen,
-		         "the dump (estimated %s) would leave %s free on the dump file system (%.1f%%), under the "
-		         "minimum %g%% (--min-free)",
+		         "the dump (estimated %s) would leave %s free on %s (%.1f%%), under the minimum %g%% "
+		         "(--min-free)",
 		         units_format((double)estimate, UNIT_BYTES, a, sizeof(a)),
-		         units_format((double)after, UNIT_BYTES, b, sizeof(b)),
-		         (double)after * 100.0 / (double)s->fs_bytes, l->min_free_pct);
-		return why;
+		         units_format((double)after, UNIT_BYTES, b, sizeof(b)), where,
+		         (double)after * 100.0 / (double)fs_bytes, l->min_free_pct);
+		return -ENOSPC;
 	}
+	return 0;
+}
+
+/* What is wrong with writing estimate bytes given free, stored and count, or
+ * NULL when nothing is. */
+static const char *violation(const struct store_state *s, const struct store_limits *l, uint64_t estimate,
+                             uint64_t free_bytes, uint64_t stored, size_t count, char *why, size_t whylen)
+{
+	char a[32], b[32], c[32];
+
+	if (store_check_free(s->fs_bytes, free_bytes, l, estimate, "the dump file system", why, whylen) < 0)
+		return why;
 	if (l->max_bytes && stored + estimate > l->max_bytes) {
 		snprintf(why, whylen,
 		         "the dump (estimated %s) would bring the stored dumps (%zu, %s) over the maximum %s "
@@ -219,4 +228,100 @@ uint64_t store_estimate(pid_t pid, enum dump_type type)
 	default:
 		return 64u * 1024 * 1024;
 	}
+}
+
+uint64_t store_size_bound(uint64_t estimate)
+{
+	if (!estimate)
+		return 0;
+	if (estimate > UINT64_MAX / 4)
+		return UINT64_MAX;
+	return 2 * estimate + 512ull * 1024 * 1024;
+}
+
+/* The file ends within this of its last segment: createdump's end exactly
+ * where its last segment does (seen with every dump type of .NET 10). */
+#define CORE_TAIL_MAX (1024u * 1024)
+
+int store_check_core(int fd, uint64_t size, uint64_t estimate, char *why, size_t whylen)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[256];
+	uint64_t phnum, end_max = 0, notes = 0, bound = store_size_bound(estimate);
+	char a[32], b[32];
+
+	if (size < sizeof(eh) || pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0) {
+		snprintf(why, whylen, "it is not an ELF file (%llu bytes)", (unsigned long long)size);
+		return -EBADMSG;
+	}
+	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_type != ET_CORE) {
+		snprintf(why, whylen, "it is an ELF file but not a 64-bit core (class %u, type %u)",
+		         (unsigned)eh.e_ident[EI_CLASS], (unsigned)eh.e_type);
+		return -EBADMSG;
+	}
+	if (eh.e_phentsize != sizeof(Elf64_Phdr)) {
+		snprintf(why, whylen, "its program header size is %u, not %zu", (unsigned)eh.e_phentsize,
+		         sizeof(Elf64_Phdr));
+		return -EBADMSG;
+	}
+	phnum = eh.e_phnum;
+	if (phnum == PN_XNUM) {
+		/* More than 65534 segments: the count is in section header 0. */
+		Elf64_Shdr sh;
+		if (eh.e_shoff > size || size - eh.e_shoff < sizeof(sh) ||
+		    pread(fd, &sh, sizeof(sh), (off_t)eh.e_shoff) != (ssize_t)sizeof(sh)) {
+			snprintf(why, whylen, "its extended segment count lies outside the file");
+			return -EBADMSG;
+		}
+		phnum = sh.sh_info;
+	}
+	if (phnum == 0 || phnum > STORE_CORE_PHDRS_MAX) {
+		snprintf(why, whylen, "it has %llu program headers", (unsigned long long)phnum);
+		return -EBADMSG;
+	}
+	if (eh.e_phoff > size || (size - eh.e_phoff) / sizeof(Elf64_Phdr) < phnum) {
+		snprintf(why, whylen, "its %llu program headers lie outside the file", (unsigned long long)phnum);
+		return -EBADMSG;
+	}
+	for (uint64_t i = 0; i < phnum;) {
+		size_t n = phnum - i < 256 ? (size_t)(phnum - i) : 256;
+		ssize_t got = pread(fd, ph, n * sizeof(ph[0]), (off_t)(eh.e_phoff + i * sizeof(ph[0])));
+		if (got != (ssize_t)(n * sizeof(ph[0]))) {
+			snprintf(why, whylen, "its program headers cannot be read");
+			return got < 0 ? -errno : -EBADMSG;
+		}
+		for (size_t k = 0; k < n; k++, i++) {
+			if (ph[k].p_offset > size || size - ph[k].p_offset < ph[k].p_filesz) {
+				snprintf(why, whylen,
+				         "its segment %llu (offset %llu, %llu bytes) ends past the end of the file "
+				         "(%llu bytes)",
+				         (unsigned long long)i, (unsigned long long)ph[k].p_offset,
+				         (unsigned long long)ph[k].p_filesz, (unsigned long long)size);
+				return -EBADMSG;
+			}
+			if (ph[k].p_offset + ph[k].p_filesz > end_max)
+				end_max = ph[k].p_offset + ph[k].p_filesz;
+			if (ph[k].p_type == PT_NOTE)
+				notes++;
+		}
+	}
+	if (!notes) {
+		snprintf(why, whylen, "it has no note segment: not a process core");
+		return -EBADMSG;
+	}
+	if (end_max < eh.e_phoff + phnum * sizeof(Elf64_Phdr))
+		end_max = eh.e_phoff + phnum * sizeof(Elf64_Phdr);
+	if (size - end_max > CORE_TAIL_MAX) {
+		snprintf(why, whylen, "it holds %s after its last segment",
+		         units_format((double)(size - end_max), UNIT_BYTES, a, sizeof(a)));
+		return -EBADMSG;
+	}
+	if (bound && size > bound) {
+		snprintf(why, whylen, "it is %s, far more than the %s estimated from the process's memory",
+		         units_format((double)size, UNIT_BYTES, a, sizeof(a)),
+		         units_format((double)estimate, UNIT_BYTES, b, sizeof(b)));
+		return -EFBIG;
+	}
+	return 0;
 }

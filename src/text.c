@@ -1,6 +1,7 @@
 /* Text helpers; see text.h. */
 #include "dumpwatch/text.h"
 
+#include <stdio.h>
 #include <string.h>
 
 size_t text_utf8_decode(const unsigned char *s, size_t len, uint32_t *ret_cp)
@@ -129,4 +130,84 @@ int text_eq_nocase(const char *a, const char *b)
 		b++;
 	}
 	return *a == '\0' && *b == '\0';
+}
+
+int text_is_control(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0x061C ||
+	       cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+size_t text_escape(const char *s, size_t len, char *out, size_t outlen)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, pos = 0, need = 0;
+	int cut = 0;
+
+	while (i < len) {
+		char esc[8];
+		const char *piece = esc;
+		size_t plen, n;
+		uint32_t cp = 0;
+
+		n = text_utf8_decode(p + i, len - i, &cp);
+		if (n == 0) {
+			snprintf(esc, sizeof(esc), "\\x%02x", p[i]);
+			n = 1;
+		} else if (cp == '\\') {
+			piece = "\\\\";
+		} else if (cp == '\n') {
+			piece = "\\n";
+		} else if (cp == '\r') {
+			piece = "\\r";
+		} else if (cp == '\t') {
+			piece = "\\t";
+		} else if (text_is_control(cp)) {
+			snprintf(esc, sizeof(esc), cp < 0x80 ? "\\x%02x" : "\\u%04x", (unsigned)cp);
+		} else {
+			piece = s + i;
+		}
+		plen = piece == s + i ? n : strlen(piece);
+		if (!cut && pos + plen < outlen) {
+			memcpy(out + pos, piece, plen);
+			pos += plen;
+		} else {
+			cut = 1;
+		}
+		need += plen;
+		i += n;
+	}
+	if (outlen)
+		out[pos] = '\0';
+	return need;
+}
+
+const char *text_escape_str(const char *s, char *out, size_t outlen)
+{
+	if (!s)
+		s = "";
+	text_escape(s, strlen(s), out, outlen);
+	return out;
+}
+
+size_t text_utf8_trim(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t lead = len, want;
+
+	/* The last byte that is not a continuation byte, within a sequence's reach. */
+	while (lead > 0 && len - lead < 4 && (p[lead - 1] & 0xC0) == 0x80)
+		lead--;
+	if (lead == 0 || len - lead >= 4)
+		return len;
+	lead--;
+	if (p[lead] >= 0xC2 && p[lead] <= 0xDF)
+		want = 2;
+	else if (p[lead] >= 0xE0 && p[lead] <= 0xEF)
+		want = 3;
+	else if (p[lead] >= 0xF0 && p[lead] <= 0xF4)
+		want = 4;
+	else
+		return len;
+	return len - lead < want ? lead : len;
 }

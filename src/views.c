@@ -21,8 +21,10 @@
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/gcrec.h"
+#include "dumpwatch/jsonl.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/loop.h"
+#include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
 #include "dumpwatch/watch.h"
 
@@ -134,7 +136,7 @@ static void print_gc(struct vproc *p, const struct gc_record *g)
 		json_object_object_add(j, "complete", json_object_new_boolean(g->complete));
 		if (!g->complete)
 			json_object_object_add(j, "missing", json_object_new_string(missing));
-		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+		jsonl_print(stdout, j);
 		json_object_put(j);
 	} else {
 		char b[5][32], pb[32], line[512];
@@ -252,20 +254,24 @@ static void print_counters_json(struct vproc *p, int64_t now)
 		json_object_object_add(cj, key, one);
 	}
 	json_object_object_add(j, "counters", cj);
-	puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+	jsonl_print(stdout, j);
 	json_object_put(j);
 }
 
+/* Names, versions, counter names and units come from the process: each is
+ * escaped (text_escape) so the table stays one line per row on the terminal. */
 static void print_counters_table(struct vproc *p, int64_t now)
 {
 	const struct metrics *m = session_metrics(p->s);
 	const struct ipc_process_info *info = session_info(p->s);
 	struct metrics_counter c;
 	const char *provider = NULL;
-	char b[48];
+	char b[48], e1[4 * 256 + 1], e2[4 * EV_NAME_MAX + 1], e3[4 * EV_NAME_MAX + 1];
 
-	printf("pid %d  %s  .NET %s  (following for %.0f s)\n", (int)p->pid, session_name(p->s),
-	       info && info->runtime_version[0] ? info->runtime_version : "?", (double)(now - p->attached_ns) / 1e9);
+	printf("pid %d  %s  .NET %s  (following for %.0f s)\n", (int)p->pid,
+	       text_escape_str(session_name(p->s), e1, sizeof(e1)),
+	       text_escape_str(info && info->runtime_version[0] ? info->runtime_version : "?", e2, sizeof(e2)),
+	       (double)(now - p->attached_ns) / 1e9);
 	for (size_t i = 0; i < sizeof(shown) / sizeof(shown[0]); i++) {
 		struct metric_ref ref = {.id = shown[i].id, .scale = 1};
 		double v;
@@ -283,9 +289,10 @@ static void print_counters_table(struct vproc *p, int64_t now)
 	for (size_t i = 0; metrics_counter_at(m, i, &c); i++) {
 		if (!provider || strcmp(provider, c.provider) != 0) {
 			provider = c.provider;
-			printf("  %s (EventCounters)\n", provider);
+			printf("  %s (EventCounters)\n", text_escape_str(provider, e1, sizeof(e1)));
 		}
-		printf("    %-28s %16.6g %s\n", c.name, c.value, c.units);
+		printf("    %-28s %16.6g %s\n", text_escape_str(c.name, e2, sizeof(e2)), c.value,
+		       text_escape_str(c.units, e3, sizeof(e3)));
 	}
 }
 

@@ -33,8 +33,11 @@ struct dn_target {
 	 * /proc/{pid}/root; sun_path limits are handled by ipc_connect). */
 	char socket_path[DISCOVERY_SOCK_MAX];
 	struct dn_sock_id sock; /* the socket file at socket_path when it was found */
-	char comm[64];          /* /proc/{pid}/comm */
-	char exe_name[256];     /* base name of /proc/{pid}/exe, "" if unreadable */
+	/* Its TMPDIR as the process itself sees it (absolute, or as the
+	 * environment gave it): where its runtime makes the socket. */
+	char tmpdir[DISCOVERY_SOCK_MAX];
+	char comm[64];      /* /proc/{pid}/comm */
+	char exe_name[256]; /* base name of /proc/{pid}/exe, "" if unreadable */
 };
 
 /* The endpoint to talk to t: its socket, checked to be served by t itself. */

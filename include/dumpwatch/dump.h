@@ -1,26 +1,37 @@
 /* Capturing a core dump of one process with the runtime's createdump.
  *
- * Two paths (PROTOCOL.md section 6, DESIGN.md "Dump safety"):
- * - runtime (default): the dump command over the diagnostics socket (checked
- *   to be served by the target, SO_PEERCRED); the runtime forks createdump as
- *   the target's own user.
- * - exec: dumpwatch runs the createdump beside the target's libcoreclr.so
- *   itself. Refused when running as root and that file or any directory above
- *   it is owned by a non-root user or writable by group or others.
+ * Root never executes a file that anyone but the host's root could have
+ * written, and never anything from inside a target's root or mount namespace
+ * (DESIGN.md "Dump safety"). Two paths (PROTOCOL.md section 6):
+ * - runtime (default, and the only one for a process in another mount
+ *   namespace): the dump command over the diagnostics socket (checked to be
+ *   served by the target, SO_PEERCRED); the runtime forks createdump as the
+ *   target's own user, inside its namespaces.
+ * - exec: dumpwatch runs createdump itself: the one given with --createdump,
+ *   or the host's own runtime of exactly the version the target reports.
+ *   As root, that file and every directory above it must be root's and
+ *   writable by no one else; never one below /proc/PID/root.
  *
  * The store (the dump directory) must be ours, writable by no one else, below
  * directories only root can change. Every file in it is created without
  * following links: a temporary ".NAME.partial" (O_CREAT|O_EXCL|O_NOFOLLOW,
  * 0600) that createdump fills and that is renamed to NAME only when createdump
- * succeeded. As root, a runtime running as another user writes instead in
- * DIR/.incoming/UID (that user's, 0700); the finished file is opened without
- * following links, checked (regular, that user's, one link), made root's
- * 0600 and linked into the store by its descriptor. A failed, timed-out or
- * abandoned dump leaves no file behind.
+ * succeeded. As root, a runtime running as another user writes instead in a
+ * staging directory of that user: DIR/.incoming/UID (0700) when the target
+ * shares our mount namespace; for a target in another one, a directory that
+ * dumpwatch creates in the target's TMPDIR through /proc/PID/root (walked
+ * without following links), gives to the target's user and removes
+ * afterwards. The finished file is opened without following links and checked
+ * (regular, that user's, one link, no writer left, an ELF core whose program
+ * headers fit the file, a size within reason of the estimate); it is made
+ * root's 0600 and linked into the store, or copied there when it lies on
+ * another file system. A failed, timed-out or abandoned dump leaves no file
+ * behind, neither in the store nor in the target's file system.
  *
- * Before every dump the disk guards (store.h) are checked; a dump they refuse
- * is skipped (-ENOSPC) with the reason, after deleting the oldest stored dumps
- * when so configured.
+ * Before every dump the disk guards (store.h) are checked, on the store and
+ * on the file system the runtime writes to; a dump they refuse is skipped
+ * (-ENOSPC) with the reason, after deleting the oldest stored dumps when so
+ * configured.
  *
  * A dump runs asynchronously: dump_start returns a job whose descriptor becomes
  * readable when createdump has finished or its time is up. */
@@ -43,7 +54,12 @@ struct dump_request {
 	gid_t gid;
 	int other_mount_ns;      /* the target sees another file system tree */
 	const char *socket_path; /* its diagnostics socket */
-	const char *dir;         /* dump directory, absolute */
+	const char *tmpdir;      /* its TMPDIR as it sees it (dn_target.tmpdir) */
+	/* The runtime version it reported (ProcessInfo2), "" or NULL when
+	 * unknown: the exec path runs the host's createdump of that version. */
+	const char *runtime_version;
+	const char *createdump; /* exec path: the operator's createdump; NULL: the host's runtime */
+	const char *dir;        /* dump directory, absolute */
 	const char *process_name;
 	const char *rule_name;
 	enum dump_type type;
@@ -112,9 +128,21 @@ void dump_file_name_template(const char *tmpl, const char *process_name, pid_t p
  * files in dir. 0 when it may, -EACCES with a sentence saying how to fix it. */
 int dump_dir_writable_by(const char *dir, pid_t pid, uid_t uid, gid_t gid, char *err, size_t errlen);
 
-/* Finds the createdump beside pid's libcoreclr.so (through /proc/pid/root when
- * needed) and checks it is safe to execute as the current user. 0 with the
- * path, or -errno with a sentence. */
-int dump_find_createdump(pid_t pid, int other_mount_ns, char *out, size_t outlen, char *err, size_t errlen);
+/* The createdump the exec path runs for a target of runtime_version: the
+ * configured one when not NULL, else the one of the host's runtime of exactly
+ * that version (shared/Microsoft.NETCore.App/VERSION/createdump below
+ * /usr/share/dotnet, /usr/lib/dotnet, /usr/lib64/dotnet, /usr/local/share/dotnet,
+ * /opt/dotnet, $DOTNET_ROOT and the directory of the dotnet on our PATH).
+ * It must not lie below /proc, and, when we are root, it and every directory
+ * above it must be root's and writable by no one else (a root-owned sticky
+ * directory excepted); otherwise, by root or us. 0 with the path, or -errno
+ * with a sentence that says what to install or pass. */
+int dump_find_createdump(const char *runtime_version, const char *configured, char *out, size_t outlen, char *err,
+                         size_t errlen);
+
+/* Whether v is a runtime version as a runtime reports it and a directory of
+ * the shared framework is named: "10.0.12", "9.0.0-rc.2.24473.5"; digits,
+ * letters, '.', '-' and '+' only, starting with a digit, no "..". Pure. */
+int dump_version_ok(const char *v);
 
 #endif

@@ -12,10 +12,15 @@
 #include "dumpwatch/dump.h"
 
 #define GUARD_SOCKET_DIRS_MAX 16
+#define GUARD_ALLOW_DUMP_DIRS_MAX 16
 
 struct guard_options {
-	const char *rules_dir;    /* absolute */
-	const char *dump_dir;     /* absolute; rules without dump.dir use it */
+	const char *rules_dir; /* absolute */
+	const char *dump_dir;  /* absolute; rules without dump.dir use it */
+	/* A rule's dump.dir must lie inside dump_dir or one of these (absolute,
+	 * normalized: --allow-dump-dir). */
+	const char *allow_dump_dirs[GUARD_ALLOW_DUMP_DIRS_MAX];
+	size_t n_allow_dump_dirs;
 	const char *journal_path; /* NULL: no journal */
 	const char *state_dir;    /* NULL: limits are not kept across restarts */
 	enum dump_via via;
@@ -28,6 +33,7 @@ struct guard_options {
 	size_t n_socket_dirs;
 	struct store_limits store; /* disk guards checked before every dump */
 	int64_t dump_timeout_ns;   /* createdump is killed past it; 0: no limit */
+	const char *createdump;    /* --createdump: what the exec path runs; NULL: the host runtime's */
 };
 
 /* Runs until SIGTERM or SIGINT. Returns DW_EXIT_OK after a clean stop, or

@@ -3,7 +3,9 @@
  * write(2) on an O_APPEND descriptor and synced, so a reader never sees half a
  * record and a crash loses nothing that was reported as written. A record that
  * cannot be written (disk full) is kept in memory, bounded, and written before
- * the next one when space returns. */
+ * the next one when space returns. Every record is one line of valid UTF-8
+ * JSON whatever the strings in it hold (jsonl_format: control characters
+ * escaped, invalid UTF-8 bytes as U+FFFD, NaN and infinities as null). */
 #ifndef DUMPWATCH_JOURNAL_H
 #define DUMPWATCH_JOURNAL_H
 
@@ -18,7 +20,8 @@ int journal_open(const char *path, struct journal **ret, char *err, size_t errle
 
 /* Writes one record: the object gets "time" (UTC, milliseconds) and "event"
  * added first, then is consumed (its reference is dropped). Returns 0, or
- * -errno when it could not be written now (it is kept and retried). */
+ * -errno when it could not be written now (it is kept and retried), or the
+ * error of jsonl_format (the record is dropped). */
 int journal_write(struct journal *j, const char *event, struct json_object *obj);
 
 /* Records still waiting to be written. */

@@ -3,8 +3,15 @@
  * "file:line:column: message", where the position is that of the offending
  * key or value in the source text (json-c keeps no positions, so the text is
  * scanned for them). Pure: text in, rules and diagnostics out; reading the
- * file is the caller's job. See README "Rule files" for the format and its
- * defaults. */
+ * file is the caller's job (rulefile_read_trusted checks it first, trust.h).
+ * See README "Rule files" for the format and its defaults.
+ *
+ * Messages quote keys and values of a file only when it looks like a rule
+ * file: its top level (and each entry of "rules") is an object that has
+ * "name" or "when" ("rules" for the list form), and more than half of its keys
+ * are keys of the format or near misses of one (a typo). Anything else (a link
+ * to some other JSON file, say) gets one diagnostic with a position and what
+ * was expected, and nothing of its content. */
 #ifndef DUMPWATCH_RULEFILE_H
 #define DUMPWATCH_RULEFILE_H
 
@@ -41,8 +48,9 @@ struct file_rule {
 	char dump_dir[PATH_MAX]; /* "" = the daemon's --dump-dir */
 	char name_template[256]; /* dump file name template; "" = the default */
 	int enabled;
-	int line;                   /* where the rule object starts in its file */
-	int name_line, name_column; /* where its "name" value is, for duplicate reports */
+	int line;                           /* where the rule object starts in its file */
+	int name_line, name_column;         /* where its "name" value is, for duplicate reports */
+	int dump_dir_line, dump_dir_column; /* where its "dump.dir" value is (0 when none) */
 };
 
 struct rule_diag {
@@ -70,12 +78,33 @@ void rulefile_format_diag(const char *path, const struct rule_diag *d, char *buf
 int rulefile_filter_match(const struct rule_filter *f, const char *name, const char *cmdline, pid_t pid, uid_t uid,
                           long uid_of_user);
 
+/* Checks that every rule's dump.dir lies inside one of dirs (n_dirs
+ * normalized absolute directories: the daemon's --dump-dir and its
+ * --allow-dump-dir; trust_path_within) and has no ".." component. Rules
+ * without dump.dir use the daemon's --dump-dir and always pass; so does every
+ * rule when n_dirs is 0. Returns 0, or -EINVAL with up to max_diags
+ * diagnostics at the position of each offending value, naming the allowed
+ * directories. Pure. */
+int rulefile_check_dump_dirs(const struct file_rule *rules, size_t n, const char *const *dirs, size_t n_dirs,
+                             struct rule_diag *diags, size_t max_diags, size_t *ret_ndiags);
+
 /* Reads a rule file for rulefile_parse: at most RULEFILE_SIZE_MAX + 1 bytes
  * (so that an oversized file reaches the parser and is refused there with a
  * diagnostic). Returns 0 with *ret_text (malloc'd, NUL-terminated) and
  * *ret_len, or -errno with a sentence in err (no such file, not a regular
- * file, permission). Does I/O. */
+ * file, permission). No trust checks: for files the caller already trusts
+ * (tests, tools). Does I/O. */
 int rulefile_read(const char *path, char **ret_text, size_t *ret_len, char *err, size_t errlen);
+
+/* The same from an open descriptor (not closed); path names it in err. */
+int rulefile_read_fd(int fd, const char *path, char **ret_text, size_t *ret_len, char *err, size_t errlen);
+
+/* Reads a rule file after the trust checks (trust_open with trusted owners
+ * root and self): the file read is the file checked. A relative path is taken
+ * from the current directory. Returns as rulefile_read; -EPERM when refused,
+ * with "path: refused: REASON" in err; -ENOENT when it (or a link's target)
+ * is not there; other errors with "path: PHRASE". Does I/O. */
+int rulefile_read_trusted(const char *path, uid_t self, char **ret_text, size_t *ret_len, char *err, size_t errlen);
 
 /* Whether a directory entry is a rule file: *.json, not hidden, not
  * *.schema.json (editors' temporary and backup files never end in .json). */
@@ -95,11 +124,17 @@ void rulefile_format_duplicate(const char *path, const struct file_rule *r, cons
 
 /* `dumpwatch check`: validates each path, a rule file or a directory (every
  * *.json directly in it, sorted by name; hidden files and *.schema.json are
- * skipped). Prints each diagnostic as "file:line:column: message" to errf and,
- * for each good file, "file: N rules OK" to outf; also reports a rule name
- * defined in two files ("rule name "x" is also defined at other:line:column").
- * Returns 0 when all files are good, 1 when any has an error, 2 when a path
- * cannot be read (after checking the others). Does I/O. */
-int rulefile_check_paths(char *const *paths, size_t n_paths, FILE *outf, FILE *errf);
+ * skipped), as the daemon would: each file is read through
+ * rulefile_read_trusted with the caller's effective uid trusted beside root
+ * (a refusal is printed as "file: refused: REASON"), and every dump.dir must
+ * lie inside one of dump_dirs (rulefile_check_dump_dirs; none given: not
+ * checked). Prints each diagnostic as "file:line:column: message" to errf
+ * and, for each good file, "file: N rules OK" to outf; also reports a rule
+ * name defined in two files ("rule name "x" is also defined at
+ * other:line:column"). Returns 0 when all files are good, 1 when any has an
+ * error or is refused, 2 when a path cannot be read (after checking the
+ * others). Does I/O. */
+int rulefile_check_paths(char *const *paths, size_t n_paths, const char *const *dump_dirs, size_t n_dump_dirs,
+                         FILE *outf, FILE *errf);
 
 #endif

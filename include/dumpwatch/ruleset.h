@@ -16,8 +16,24 @@
  *   created again (or when it did not exist at open) it is loaded as soon as
  *   it appears: the parent directory is watched meanwhile.
  * - Changes are taken on close-after-write and rename into the directory (an
- *   editor's save-by-rename), deletion and rename out; a burst of events on
- *   one file reads it once.
+ *   editor's save-by-rename), a symbolic link created in it, deletion and
+ *   rename out; a burst of events on one file reads it once.
+ * - Every file is read through the trust checks (trust.h: the file, each link
+ *   on the way and every directory above them must be root's or the
+ *   daemon's and writable by no one else). A file that fails them is refused:
+ *   REJECTED with refused set and one "path: refused: REASON" line, and its
+ *   last good version is withdrawn, not kept. A change of owner or mode of a
+ *   file or of the directory itself is taken at once (IN_ATTRIB); of a
+ *   directory further up, at the next reload.
+ * - Rule files may be symbolic links, as in a Kubernetes ConfigMap volume
+ *   (x.json -> ..data/x.json, ..data -> ..TIMESTAMP/): any change to a name
+ *   starting with ".." (the ..data swap of an update) reads every file again,
+ *   and only the files whose outcome changed are reported. A link to a file
+ *   outside the directory is read again only when the link changes or on
+ *   reload.
+ * - A rule's dump.dir must lie inside one of the policy's dump directories
+ *   (rulefile_check_dump_dirs); a file with one that does not is rejected
+ *   like any invalid file.
  *
  * The caller polls ruleset_fd() and calls ruleset_process() when it is
  * readable. Every load, rejection and removal is reported through the
@@ -55,6 +71,20 @@ struct ruleset_change {
 	size_t n_diags;
 	int kept_last_good; /* REJECTED: an earlier good version stays in force */
 	size_t kept_rules;  /* REJECTED: how many rules that version has */
+	/* REJECTED by the trust checks (one diagnostic, "path: refused: REASON"):
+	 * kept_last_good is 0 and the withdrawn_rules rules of the version that
+	 * was in force have left force. */
+	int refused;
+	size_t withdrawn_rules;
+};
+
+/* What the rules of the directory may ask for beyond the format. */
+struct ruleset_policy {
+	/* A rule's dump.dir must lie inside one of these (normalized absolute
+	 * paths: the daemon's --dump-dir, then its --allow-dump-dir); none: not
+	 * checked. Copied at open. */
+	const char *const *dump_dirs;
+	size_t n_dump_dirs;
 };
 
 typedef void (*ruleset_report_fn)(void *ctx, const struct ruleset_change *c);
@@ -62,13 +92,16 @@ typedef void (*ruleset_report_fn)(void *ctx, const struct ruleset_change *c);
 struct ruleset;
 
 /* Opens dir (absolute), loads every file in it (reporting each through fn,
- * in file name order) and starts watching. A missing directory is not an
- * error: DIR_GONE is reported and the directory is loaded when it appears.
- * Returns 0, or -errno with a sentence in err (inotify unavailable, the
- * parent of dir missing, dir not a directory). libinotifytools is
- * process-wide, so only one ruleset may be open in a process at a time:
- * -EBUSY while another is. fn must not call back into the ruleset. */
-int ruleset_open(const char *dir, ruleset_report_fn fn, void *ctx, struct ruleset **ret, char *err, size_t errlen);
+ * in file name order) and starts watching. policy may be NULL (no dump.dir
+ * check). Files are trusted when they are root's or the effective uid's (at
+ * open). A missing directory is not an error: DIR_GONE is reported and the
+ * directory is loaded when it appears. Returns 0, or -errno with a sentence
+ * in err (inotify unavailable, the parent of dir missing, dir not a
+ * directory). libinotifytools is process-wide, so only one ruleset may be
+ * open in a process at a time: -EBUSY while another is. fn must not call back
+ * into the ruleset. */
+int ruleset_open(const char *dir, const struct ruleset_policy *policy, ruleset_report_fn fn, void *ctx,
+                 struct ruleset **ret, char *err, size_t errlen);
 
 /* NULL is a no-op. */
 void ruleset_free(struct ruleset *rs);

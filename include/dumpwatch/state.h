@@ -46,8 +46,8 @@ void state_to_eval(const struct state_record *rec, struct eval_state *st);
 int state_parse(const char *text, size_t len, const char *boot_id, struct state_record **ret, size_t *ret_n, char *err,
                 size_t errlen);
 
-/* Formats records as the state file's text (malloc'd, NUL-terminated). NULL on
- * out of memory. Pure. */
+/* Formats records as the state file's text: one JSON line (jsonl_format),
+ * malloc'd, NUL-terminated. NULL on out of memory. Pure. */
 char *state_format(const struct state_record *recs, size_t n, const char *boot_id);
 
 /* Reads /proc/sys/kernel/random/boot_id into out (37 bytes). 0 or -errno. */

@@ -63,4 +63,27 @@ uint64_t store_estimate(pid_t pid, enum dump_type type);
  * by uid, an ELF core. */
 int store_is_dump(int fd, uid_t uid);
 
+/* Whether a dump that would leave a file system of fs_bytes with free_bytes
+ * available, once estimate more bytes are written, keeps the minimum free
+ * space of l. 0 when it does; -ENOSPC with the reason in why when not, the
+ * file system named by where ("the dump file system"). Pure. */
+int store_check_free(uint64_t fs_bytes, uint64_t free_bytes, const struct store_limits *l, uint64_t estimate,
+                     const char *where, char *why, size_t whylen);
+
+/* The largest file accepted as a dump estimated at estimate bytes: twice
+ * the estimate and 512 MiB more (0: no bound, the estimate is unknown). The
+ * estimate is taken just before the dump, and the process is frozen while
+ * createdump writes it: a real dump does not come near this. */
+uint64_t store_size_bound(uint64_t estimate);
+
+/* Program headers read at most from one file: a core has one per mapping. */
+#define STORE_CORE_PHDRS_MAX (1u << 20)
+
+/* Checks that the size bytes behind fd hold what createdump writes: a 64-bit
+ * little-endian ELF core (ET_CORE) whose program headers lie in the file, with
+ * a note segment, every segment inside the file, the file ending within
+ * 1 MiB of its last segment, and size within store_size_bound(estimate).
+ * 0, or -EBADMSG / -EFBIG / -errno with the reason in why. */
+int store_check_core(int fd, uint64_t size, uint64_t estimate, char *why, size_t whylen);
+
 #endif

@@ -1,6 +1,8 @@
-/* Text helpers shared by the wire decoders and the rule parser: strict UTF-8
- * decoding, UTF-16LE (as the runtime sends strings) to UTF-8 with truncation
- * on a character boundary, and ASCII case folding. Pure. */
+/* Text helpers shared by the wire decoders, the rule parser and every place
+ * that prints: strict UTF-8 decoding, UTF-16LE (as the runtime sends strings)
+ * to UTF-8 with truncation on a character boundary, escaping text that came
+ * from outside so it prints as one line with no control character, and ASCII
+ * case folding. Pure. */
 #ifndef DUMPWATCH_TEXT_H
 #define DUMPWATCH_TEXT_H
 
@@ -26,6 +28,33 @@ void text_utf16_to_utf8(const uint8_t *p, size_t units, char *out, size_t outlen
  * When out is not NULL (and outlen > 0) it receives the string as UTF-8, as
  * text_utf16_to_utf8 converts it. */
 size_t text_utf16_read(const uint8_t *p, size_t avail, char *out, size_t outlen);
+
+/* Whether cp must never reach a terminal or a log line as it is: the C0
+ * controls, DEL, the C1 controls (U+0080-U+009F), the line and paragraph
+ * separators (U+2028, U+2029) and the bidirectional formatting characters
+ * (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which would end a
+ * line, drive the terminal, or reorder what is shown. */
+int text_is_control(uint32_t cp);
+
+/* Escapes len bytes at s (NULs included) into one line of printable text:
+ * a backslash is doubled; newline, carriage return and tab become "\n" "\r" "\t";
+ * the other C0 controls and DEL "\xNN"; the other characters of
+ * text_is_control "\uNNNN"; each byte that does not begin a valid UTF-8
+ * sequence "\xNN" (lower-case hex). Valid printable UTF-8 is copied as it is,
+ * so the result is valid UTF-8 and the bytes can be told back from it. Writes
+ * a NUL-terminated result into out (outlen bytes), cut only between whole
+ * characters or escapes when it does not fit. Returns the length of the whole
+ * escaped text (a result >= outlen means it was cut), as snprintf does. */
+size_t text_escape(const char *s, size_t len, char *out, size_t outlen);
+
+/* text_escape of the NUL-terminated s ("" for NULL) into out; returns out,
+ * for use as a printf argument. */
+const char *text_escape_str(const char *s, char *out, size_t outlen);
+
+/* The length of s[0..len) without a truncated UTF-8 sequence at its end (a
+ * lead byte followed by fewer continuation bytes than it announces): where a
+ * string cut on a byte count should end. */
+size_t text_utf8_trim(const char *s, size_t len);
 
 /* ASCII lower case of c; other bytes unchanged. */
 char text_lower(char c);

@@ -31,6 +31,7 @@ struct watch_options {
 	uint32_t counter_interval_sec;
 	struct store_limits store; /* disk guards checked before every dump */
 	int64_t dump_timeout_ns;   /* createdump is killed past it; 0: no limit */
+	const char *createdump;    /* --createdump: what the exec path runs; NULL: the host runtime's */
 };
 
 /* Runs until every rule has reached its max dumps, the target exits, or a

@@ -79,9 +79,15 @@ make_user() {
 }
 
 # as_user ROLE CMD...: runs CMD as that user, with no supplementary groups.
+# In a subshell (a RUNNER of start_app or start_tagged, $(...)) it replaces
+# the subshell, so that $! is the program's own pid.
+LIB_SUBSHELL=$BASH_SUBSHELL
 as_user() {
 	local uid_var="${1}_UID" gid_var="${1}_GID"
 	shift
+	if ((BASH_SUBSHELL > LIB_SUBSHELL)); then
+		exec setpriv --reuid="${!uid_var}" --regid="${!gid_var}" --clear-groups "$@"
+	fi
 	setpriv --reuid="${!uid_var}" --regid="${!gid_var}" --clear-groups "$@"
 }
 

@@ -29,7 +29,7 @@ start_fakes() {
 	local before
 	before=$(find "$T/sock" -name 'dotnet-diagnostic-*' | wc -l)
 	as_user ATTACKER env TMPDIR="$T/sock" bash -c '
-		for i in $(seq "$1"); do "$2" --mode idle --name "$3-fake" </dev/null >/dev/null 2>&1 & done' \
+		for i in $(seq "$1"); do "$2" --mode idle --entry "$3-fake" --cmdline "$3-fake" </dev/null >/dev/null 2>&1 & done' \
 		_ "$1" "$T/fakert" "$TAG"
 	wait_for "[ \$(find '$T/sock' -name 'dotnet-diagnostic-*' | wc -l) -ge $((before + $1)) ]" 60 ||
 		fail "the fakes did not start"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `dumpwatch check` on the shipped examples and on bad files: the exact
-# file:line:column messages and exit statuses a user sees.
+# file:line:column messages and exit statuses a user sees; a file others may
+# write refused; dump.dir inside the directories given or not.
 set -euo pipefail
 : "${DUMPWATCH:?set by ctest}"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -9,7 +10,14 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; echo "--- output"; cat "$T/out" "$T/err" 2>/dev/null; exit 1; }
 
-cd "$SRC"
+# check reads files as the daemon does, through the trust checks (root's or
+# ours, writable by no one else, and so every directory above): work on a
+# copy, since the source tree may be another user's or group-writable.
+mkdir -m 0755 "$T/examples" "$T/rules"
+install -m 0644 "$SRC"/examples/*.json "$T/examples/"
+install -m 0644 "$DATA"/*.json "$T/rules/"
+chmod 0755 "$T"
+cd "$T"
 "$DUMPWATCH" check examples >"$T/out" 2>"$T/err" || fail "examples/ do not check"
 grep -qx 'examples/loh-balloon.json: 1 rule OK' "$T/out" || fail "no OK line for loh-balloon.json"
 [ ! -s "$T/err" ] || fail "messages for good files"
@@ -22,7 +30,7 @@ expect() { # FILE EXPECTED-LINE...
 	for line in "$@"; do grep -qxF -- "$line" "$T/err" || fail "$f: missing line: $line"; done
 	[ "$(wc -l <"$T/err")" -eq "$#" ] || fail "$f: expected $# lines"
 }
-cd "$DATA"
+cd "$T/rules"
 expect bad-metric.json 'bad-metric.json:5:27: unknown metric "loh-sise"; did you mean "loh-size"?'
 expect bad-unit.json 'bad-unit.json:3:44: "above": "500" needs a unit: a size such as 500MB or 1.5GiB'
 expect bad-duration.json \
@@ -40,6 +48,32 @@ rc=0
 [ "$rc" -eq 1 ] || fail "duplicate across files: exit $rc"
 grep -qxF "$T/dir/dup-across-b.json:1:11: rule name \"a\" is also defined at $T/dir/dup-across-a.json:3:15" "$T/err" ||
 	fail "duplicate name message"
+
+# A file others may write: refused, as the daemon refuses it.
+mkdir -m 0755 "$T/trust"
+install -m 0666 "$T/rules/good-single.json" "$T/trust/open.json"
+rc=0
+"$DUMPWATCH" check "$T/trust/open.json" >"$T/out" 2>"$T/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "group/other-writable file: exit $rc, expected 1"
+grep -qxF "$T/trust/open.json: refused: file $T/trust/open.json is writable by group or others (mode 0666): only files and directories no one else can change may give dumpwatch orders ('chmod go-w $T/trust/open.json')" "$T/err" ||
+	fail "refusal message"
+[ ! -s "$T/out" ] || fail "a refused file reported OK"
+
+# dump.dir must lie inside the daemon's --dump-dir or an --allow-dump-dir
+# (good-single.json's is /var/lib/dumpwatch/dumps; without options, check
+# assumes the installed service's --dump-dir, which is that one).
+"$DUMPWATCH" check good-single.json >"$T/out" 2>"$T/err" || fail "dump.dir inside the service's --dump-dir refused"
+"$DUMPWATCH" check --dump-dir /srv/dumps --allow-dump-dir /var/lib good-single.json >"$T/out" 2>"$T/err" ||
+	fail "dump.dir inside --allow-dump-dir refused"
+expect_dirs() { # EXPECTED-LINE CHECK-ARGS...
+	local line=$1 rc=0
+	shift
+	"$DUMPWATCH" check "$@" >"$T/out" 2>"$T/err" || rc=$?
+	[ "$rc" -eq 1 ] || fail "check $*: exit status $rc, expected 1"
+	grep -qxF -- "$line" "$T/err" || fail "check $*: missing line: $line"
+}
+expect_dirs 'good-single.json:6:36: dump dir "/var/lib/dumpwatch/dumps" is not inside an allowed dump directory (/srv/dumps, /var/lib/dumpwatch/dumps2): dumps go only below the daemon'"'"'s --dump-dir and its --allow-dump-dir directories' \
+	--dump-dir /srv/dumps --allow-dump-dir /var/lib/dumpwatch/dumps2 good-single.json
 
 # Unreadable path: exit 2.
 rc=0

@@ -7,9 +7,11 @@
 # - the same target with a root-owned 0711 store: the runtime's createdump
 #   writes as nobody in DIR/.incoming/UID, dumpwatch publishes the file into the
 #   store as root-owned 0600 and leaves nothing behind in the staging directory;
-# - --dump-via exec: dumpwatch runs the createdump beside libcoreclr.so itself;
-# - --dump-via exec against a runtime installed in a world-writable directory:
-#   refused as root, with the reason.
+# - --dump-via exec: dumpwatch runs the host's createdump itself;
+# - a target on a runtime installed in a world-writable directory: --dump-via
+#   exec runs the host's createdump of the same version, never the one beside
+#   the target's libcoreclr.so; --createdump naming that one is refused as
+#   root, with the reason.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root to start a target as another user"; exit 77; }
 
@@ -106,20 +108,35 @@ wait "$APP_PID" 2>/dev/null || true
 exec 3>&-
 rm -f "$T/cmd"
 
-# 5. A runtime in a world-writable directory: exec refused as root.
+# 5. A runtime in a world-writable directory, whose createdump anyone could
+# have replaced: --dump-via exec never runs it, but the host's createdump of
+# the same version.
 copy_runtime "$T/dotnet"
 chmod 0777 "$T/dotnet"
+printf '#!/bin/sh\ntouch "%s"\nexit 1\n' "$T/ran" >"$RUNTIME_DIR/createdump"
 start_app env DOTNET_ROOT="$T/dotnet"
 grep -q "$T/dotnet/shared/Microsoft.NETCore.App/.*/libcoreclr.so" "/proc/$APP_PID/maps" ||
 	fail "the copied runtime was not loaded"
 rm -f "$JOURNAL"
+rm -rf "$DUMPS" && mkdir -p "$DUMPS"
 start_dw --pid "$APP_PID" --when 'loh-size > 100MB' --dump-type triage --dump-via exec --dump-dir "$DUMPS" \
 	--journal "$JOURNAL"
 wait_attached
 app_cmd "loh 150"
 wait_dw 30
-[ "$DW_RC" -eq 3 ] || fail "unsafe createdump: exit $DW_RC, expected 3"
-grep -q "refusing to execute .*createdump as root: $T/dotnet is owned by uid 0 or writable by group/others" \
-	"$T/dw.out" || fail "no refusal message"
-[ "$(count_dumps)" -eq 1 ] || fail "a dump was taken with an unsafe createdump"
-echo "PASS: runtime path as another user (refused, then published root 0600), exec path, unsafe exec refused"
+[ "$DW_RC" -eq 0 ] || fail "exec path beside an unsafe runtime: exit $DW_RC"
+[ ! -e "$T/ran" ] || fail "the createdump of the world-writable runtime ran"
+core=$(find "$DUMPS" -name '*.core')
+"$DW_CORECHECK" "$core" "$APP_PID" >/dev/null || fail "bad core from the host's createdump"
+
+# ... and naming it with --createdump is refused before anything runs.
+set +e
+out=$("$DUMPWATCH" --pid "$APP_PID" --when 'loh-size > 100MB' --createdump "$RUNTIME_DIR/createdump" \
+	--dump-dir "$DUMPS" 2>&1)
+rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "--createdump in a world-writable directory: exit $rc ($out)"
+echo "$out" | grep -q "refusing to execute $RUNTIME_DIR/createdump: $T/dotnet is owned by uid 0 or writable by group/others (mode 0777)" ||
+	fail "no refusal message: $out"
+[ ! -e "$T/ran" ] || fail "the createdump of the world-writable runtime ran"
+echo "PASS: runtime path as another user (refused, then published root 0600), exec path, unsafe createdump never run"

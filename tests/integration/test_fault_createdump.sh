@@ -49,35 +49,49 @@ spike_broken 2 30
 failure 2 | grep -q 'did not finish within 3s (--dump-timeout): killed it' || fail "hang not reported: $(failure 2)"
 pgrep -P "$B" -x createdump >/dev/null && fail "the hanging createdump is still running"
 
-# 3. The exec path, hanging: our own child, killed too.
+# 3. The exec path (the operator's --createdump, root's), hanging: our own
+# child, killed too.
 stop_guard
-start_guard --dump-timeout 2s --dump-via exec
+EXEC_CD="$T/createdump-exec"
+printf '#!/bin/sh\nwhile :; do sleep 1; done\n' >"$EXEC_CD"
+chmod 0755 "$EXEC_CD"
+start_guard --dump-timeout 2s --createdump "$EXEC_CD"
 wait_journal attach 4 15 || fail "not attached again"
 spike_broken 3 30
 failure 3 | grep -q 'did not finish within 2s' || fail "exec hang not reported: $(failure 3)"
-pgrep -f "^/bin/sh $CD" >/dev/null && fail "exec createdump still running"
+pgrep -f "^/bin/sh $EXEC_CD" >/dev/null && fail "exec createdump still running"
 
-# 4. The exec path, missing.
-rm "$CD"
+# 4. The exec path, failing with a message on stderr, as createdump does: its
+# last line ends the reason, escaped like anything a process says (createdump
+# names the target by its comm), and none of it reaches dumpwatch's own output.
+printf '#!/bin/sh\nprintf "[createdump] cannot dump \\033[31mx\\n" >&2\nexit 1\n' >"$EXEC_CD"
 spike_broken 4
-failure 4 | grep -q 'createdump not found or not executable' || fail "missing not reported: $(failure 4)"
+failure 4 | grep -qF 'createdump failed with exit status 1 (is the process gone, or is ptrace not allowed?): [createdump] cannot dump \u001b[31mx"' ||
+	fail "createdump's message not in the reason: $(failure 4)"
+grep -q $'\e' "$T/dw.out" && fail "createdump's output reached dumpwatch's: $(grep $'\e' "$T/dw.out" | cat -v)"
 
-# 5. Repaired: dumped.
+# 5. The exec path, its createdump removed while the daemon runs.
+rm "$EXEC_CD"
+spike_broken 5
+failure 5 | grep -q "\"error\":\"createdump $EXEC_CD: No such file or directory\"" || fail "missing not reported: $(failure 5)"
+
+# 6. Repaired: dumped.
+cp -a "$T/createdump.real" "$EXEC_CD"
 cp -a "$T/createdump.real" "$CD"
 tagged_cmd "broken$$" "loh 150"
 wait_journal dump 1 30 "\"pid\":$B" || fail "repaired createdump: no dump"
 tagged_cmd "broken$$" "release"
 sleep 4.5
 
-# 6. The runtime path, missing. (The runtime of .NET 10.0.12 then also loses
+# 7. The runtime path, missing. (The runtime of .NET 10.0.12 then also loses
 # its diagnostics socket: the child it forked for createdump exits through
 # the runtime's shutdown.)
 stop_guard
 start_guard
 wait_journal attach 6 15 || fail "not attached a third time"
 rm "$CD"
-spike_broken 5
-failure 5 | grep -q 'Problem launching createdump' || fail "runtime missing createdump not reported: $(failure 5)"
+spike_broken 6
+failure 6 | grep -q 'Problem launching createdump' || fail "runtime missing createdump not reported: $(failure 6)"
 
 # The healthy process was never affected.
 tagged_cmd "good$$" "loh 150"
@@ -86,4 +100,4 @@ stop_guard
 [ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC"
 [ "$(count_partials)" -eq 0 ] || fail "partial files left"
 jq -c . "$JOURNAL" >/dev/null || fail "journal does not parse"
-echo "PASS: createdump failing / hanging / missing (runtime and exec paths) journaled with reasons, hangs killed, no partials; daemon alive; healthy process dumped"
+echo "PASS: createdump failing / hanging / missing (runtime and exec paths) journaled with reasons (createdump's own, escaped), hangs killed, no partials; daemon alive; healthy process dumped"

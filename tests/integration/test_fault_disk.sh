@@ -7,7 +7,10 @@
 # - the default minimum (5%): the same dump is skipped before it starts, with
 #   the estimate and what it would leave;
 # - --store-max-count 2 --store-full delete-oldest: the oldest dump is deleted
-#   (journaled) to make room; with skip, the third dump is skipped.
+#   (journaled) to make room; with skip, the third dump is skipped;
+# - a process in its own mount namespace, whose runtime writes the dump in its
+#   own TMPDIR (a small tmpfs there): skipped when that file system would run
+#   short, whatever room the store has.
 # After each the daemon is alive and the journal parses.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root to mount a tmpfs"; exit 77; }
@@ -78,8 +81,29 @@ grep '"event":"dump-skipped"' "$JOURNAL" | tail -1 | grep -q 'the store already 
 [ "$(count_dumps)" -eq 2 ] || fail "stored dumps changed"
 kill -0 "$DW_PID" || fail "daemon died"
 stop_guard
+
+# 5. The runtime of a process in another mount namespace writes in its own
+# TMPDIR, a 40 MB tmpfs: a triage dump (estimated 64 MiB) does not fit there.
+NSTMP="$T/nstmp"
+mkdir -m 0777 "$NSTMP"
+# Its tree does not show our store (another tmpfs over it), as in a container.
+start_tagged "ns$$" unshare --mount sh -c "mount -t tmpfs -o size=40m,mode=1777 tmpfs '$NSTMP' && mount -t tmpfs tmpfs '$SMALL' && TMPDIR='$NSTMP' exec \"\$@\"" sh
+cat >"$RULES/ns.json" <<JSON
+{ "rules": [ { "name": "ns-triage", "process": { "cmdline": "*--tag ns$$" }, "when": "loh-size > 100MB",
+               "dump": { "type": "triage" } } ] }
+JSON
+start_guard
+NSPID=${APP_PIDS[ns$$]}
+wait_journal attach 1 20 "\"pid\":$NSPID" || fail "namespaced process not attached"
+spike "ns$$" 150
+wait_journal dump-skipped 1 30 "ns-triage" || fail "staging file system: not skipped"
+grep '"event":"dump-skipped"' "$JOURNAL" | grep ns-triage | grep -q "would leave 0B free on the file system of $NSTMP in the mount namespace of process $NSPID" ||
+	fail "staging skip reason: $(grep dump-skipped "$JOURNAL" | tail -1)"
+[ -z "$(ls -A "/proc/$NSPID/root$NSTMP" | grep '^\.dumpwatch-')" ] || fail "staging directory left"
+kill -0 "$DW_PID" || fail "daemon died"
+stop_guard
 [ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC"
 [ "$(count_partials)" -eq 0 ] || fail "partial files left"
 jq -c . "$JOURNAL" >/dev/null || fail "journal does not parse"
 echo "failure on the full file system: $(grep "\"event\":\"dump-failed\"" "$JOURNAL" | jq -r .error | head -1)"
-echo "PASS: full tmpfs (failed mid-write, nothing left), minimum free (skipped), max count (oldest deleted / skipped)"
+echo "PASS: full tmpfs (failed mid-write, nothing left), minimum free (skipped), max count (oldest deleted / skipped), the target's own TMPDIR too small (skipped)"

@@ -48,8 +48,9 @@ grep "\"pid\":$OWN_TMP," "$T/ps.json" | grep -q "\"socket\":\"$T/tmpdir/dotnet-d
 grep "\"pid\":$CONTAINED," "$T/ps.json" | grep -q '"nspid":1,' || fail "namespaced process nspid: $(cat "$T/ps.json")"
 grep -q "^$PLAIN  *MemSpike  *10\." "$T/ps.txt" || fail "table: $(cat "$T/ps.txt")"
 
-# Watch and dump the namespaced process by its host pid (its runtime cannot
-# see our dump directory, so dumpwatch runs createdump itself).
+# Watch and dump the namespaced process by its host pid: its runtime writes
+# the dump in a directory dumpwatch makes in its own TMPDIR, which is moved
+# into the store and removed.
 start_dw --pid "$CONTAINED" --when 'loh-size > 100MB' --dump-type triage --dump-dir "$DUMPS" --journal "$JOURNAL"
 wait_attached
 echo "loh 150" >&5
@@ -58,7 +59,10 @@ wait_dw 30
 core=$(find "$DUMPS" -name '*.core')
 [ -n "$core" ] || fail "no dump of the namespaced process"
 "$DW_CORECHECK" "$core" 1 >/dev/null || "$DW_CORECHECK" "$core" "$CONTAINED" >/dev/null || fail "bad core"
-grep '"event":"dump"' "$JOURNAL" | grep -q '"via":"exec"' || fail "expected the exec path"
+grep '"event":"dump"' "$JOURNAL" | grep -q '"via":"runtime"' || fail "expected the runtime path"
+[ "$(stat -c '%U %a %h' "$core")" = "root 600 1" ] || fail "dump is $(stat -c '%U %a %h' "$core")"
+[ -z "$(ls -A "/proc/$CONTAINED/root$T/nstmp" | grep '^\.dumpwatch-')" ] ||
+	fail "left in the process's TMPDIR: $(ls -A "/proc/$CONTAINED/root$T/nstmp")"
 
 # A user that may not connect to root's socket.
 set +e

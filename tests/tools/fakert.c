@@ -11,11 +11,18 @@
  *   huge      the trace header, then a block claiming 2 GB
  *   flood     the trace's blocks over and over, as fast as the reader takes them
  *   badreply  a reply to ProcessInfo with a broken header and absurd size
+ *   replay    the recorded trace without its end tag, then nothing (the
+ *             connection stays open, between blocks): a quiet runtime
  *   idle      nothing at all after the reply to CollectTracing: a runtime
- *             with nothing to say (the connection stays open); needs no trace
+ *             with nothing to say (the connection stays open until
+ *             StopTracing); needs no trace
  *
- * usage: dw_fakert --mode MODE --trace FILE.nettrace [--name NAME]
- * --name: the entry assembly ProcessInfo reports (default FakeRuntime).
+ * usage: dw_fakert --mode MODE --trace FILE.nettrace (not for idle)
+ *                  [--entry S] [--cmdline S] [--runtime-version S]
+ * The options choose what ProcessInfo reports (entry assembly, command line,
+ * runtime version; "" is an empty string). S is taken as UTF-8 and sent as
+ * UTF-16; a byte that is not valid UTF-8 is sent as a lone surrogate
+ * (U+DC80-U+DCFF), which no valid string holds.
  * Prints "ready pid=N" once listening. StopTracing is answered; a dump
  * request is refused. Runs until killed. */
 #include <errno.h>
@@ -31,9 +38,9 @@
 #include <unistd.h>
 
 #include "dumpwatch/nettrace.h"
+#include "dumpwatch/text.h"
 
 static const char *mode;
-static const char *entry_name = "FakeRuntime";
 /* idle: the open streams, ended on StopTracing as a runtime ends its own. */
 static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
 static int idle_fds[64];
@@ -44,6 +51,7 @@ static size_t cut_mid;       /* a length that ends inside a block */
 static size_t blocks_start;  /* offset of the first block's begin tag */
 static size_t first_size_at; /* offset of the first block's size field */
 static size_t loop_end;      /* blocks [blocks_start, loop_end) repeat with the same 4-byte alignment */
+static const char *info_entry = "FakeRuntime", *info_cmdline = "FakeRuntime --hostile", *info_runtime = "10.0.0";
 
 static int write_all(int fd, const void *p, size_t n)
 {
@@ -98,9 +106,44 @@ static size_t put_str(uint8_t *out, const char *s)
 	return k;
 }
 
+/* A string as the protocol sends it, from UTF-8 (see the head comment). */
+static size_t put_str_utf8(uint8_t *out, const char *s)
+{
+	const unsigned char *b = (const unsigned char *)s;
+	size_t len = strlen(s), k = 4, i = 0;
+	uint32_t units = 0;
+
+	while (i < len) {
+		uint32_t cp, u[2];
+		size_t n = text_utf8_decode(b + i, len - i, &cp), nu = 1;
+		if (n == 0) {
+			cp = 0xDC00u + b[i];
+			n = 1;
+		}
+		if (cp >= 0x10000) {
+			u[0] = 0xD800u + ((cp - 0x10000) >> 10);
+			u[1] = 0xDC00u + ((cp - 0x10000) & 0x3FF);
+			nu = 2;
+		} else {
+			u[0] = cp;
+		}
+		for (size_t j = 0; j < nu; j++) {
+			out[k++] = (uint8_t)(u[j] & 0xFF);
+			out[k++] = (uint8_t)(u[j] >> 8);
+			units++;
+		}
+		i += n;
+	}
+	out[k++] = 0;
+	out[k++] = 0;
+	units++;
+	memcpy(out, &units, 4);
+	return k;
+}
+
 static void process_info2(int fd)
 {
-	uint8_t p[1024];
+	uint8_t p[8192];
 	uint64_t pid = (uint64_t)getpid();
 	size_t k = 0;
 
@@ -108,11 +151,11 @@ static void process_info2(int fd)
 	k = 8;
 	memset(p + k, 0x42, 16); /* runtime cookie */
 	k += 16;
-	k += put_str(p + k, "FakeRuntime --hostile");
+	k += put_str_utf8(p + k, info_cmdline);
 	k += put_str(p + k, "Linux");
 	k += put_str(p + k, "x64");
-	k += put_str(p + k, entry_name);
-	k += put_str(p + k, "10.0.0");
+	k += put_str_utf8(p + k, info_entry);
+	k += put_str_utf8(p + k, info_runtime);
 	reply(fd, 0x00, p, k);
 }
 
@@ -161,6 +204,11 @@ static void stream(int fd)
 		if (slot != SIZE_MAX)
 			idle_fds[slot] = -1;
 		pthread_mutex_unlock(&idle_lock);
+	} else if (strcmp(mode, "replay") == 0) {
+		/* The last byte is the stream's end tag. */
+		write_all(fd, trace, trace_len - 1);
+		for (;;)
+			pause();
 	} else if (strcmp(mode, "flood") == 0) {
 		write_all(fd, trace, blocks_start);
 		/* Whole blocks, over and over: a length that is a multiple of
@@ -273,13 +321,19 @@ int main(int argc, char **argv)
 			mode = argv[i + 1];
 		else if (strcmp(argv[i], "--trace") == 0)
 			trace_path = argv[i + 1];
-		else if (strcmp(argv[i], "--name") == 0)
-			entry_name = argv[i + 1];
+		else if (strcmp(argv[i], "--entry") == 0)
+			info_entry = argv[i + 1];
+		else if (strcmp(argv[i], "--cmdline") == 0)
+			info_cmdline = argv[i + 1];
+		else if (strcmp(argv[i], "--runtime-version") == 0)
+			info_runtime = argv[i + 1];
 	}
 	int idle = mode && strcmp(mode, "idle") == 0;
-	if (!mode || (!idle && (!trace_path || load_trace(trace_path) < 0))) {
+	if (!mode || (!idle && (!trace_path || load_trace(trace_path) < 0)) || strlen(info_entry) > 256 ||
+	    strlen(info_cmdline) > 256 || strlen(info_runtime) > 256) {
 		fprintf(stderr,
-		        "usage: dw_fakert --mode MODE --trace FILE.nettrace (a readable trace) [--name NAME]\n");
+		        "usage: dw_fakert --mode MODE --trace FILE.nettrace (a readable trace)\n"
+		        "                 [--entry S] [--cmdline S] [--runtime-version S] (at most 256 bytes each)\n");
 		return 1;
 	}
 

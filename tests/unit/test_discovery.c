@@ -390,36 +390,7 @@ static void test_names(void)
 	CHECK_STR(out, "AVery");
 }
 
-static char *json(const char *s)
-{
-	static char buf[512];
-	char *m = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&m, &n);
-
-	dn_json_string(f, s);
-	fclose(f);
-	snprintf(buf, sizeof(buf), "%s", m);
-	free(m);
-	return buf;
-}
-
-static void test_json(void)
-{
-	CHECK_STR(json("plain"), "\"plain\"");
-	CHECK_STR(json(""), "\"\"");
-	CHECK_STR(json(NULL), "null");
-	CHECK_STR(json("a\"b\\c"), "\"a\\\"b\\\\c\"");
-	CHECK_STR(json("l1\nl2\r\t\b\f"), "\"l1\\nl2\\r\\t\\b\\f\"");
-	CHECK_STR(json("\x01\x1f\x7f"), "\"\\u0001\\u001f\\u007f\"");
-	CHECK_STR(json("caf\xC3\xA9 \xF0\x9D\x84\x9E"), "\"caf\xC3\xA9 \xF0\x9D\x84\x9E\"");
-	CHECK_STR(json("bad\xFFx"), "\"bad\\ufffdx\"");
-	CHECK_STR(json("\xC0\xAF"), "\"\\ufffd\\ufffd\"");            /* overlong '/' */
-	CHECK_STR(json("\xE2\x82"), "\"\\ufffd\\ufffd\"");            /* truncated */
-	CHECK_STR(json("\xED\xA0\x80"), "\"\\ufffd\\ufffd\\ufffd\""); /* surrogate */
-}
-
-static void test_truncate_sanitize(void)
+static void test_truncate(void)
 {
 	char s[64];
 
@@ -440,14 +411,78 @@ static void test_truncate_sanitize(void)
 	CHECK(strlen(s) == 10);
 	dn_truncate(s, 4);
 	CHECK_STR(s, "\xC3\xA9...");
+}
 
-	strcpy(s, "a\x1b[31mred\x07");
-	dn_sanitize(s);
-	CHECK_STR(s, "a?[31mred?");
-	strcpy(s, "x\xC2\x9B"
-	          "1m\xFFy\xC3\xA9");
-	dn_sanitize(s);
-	CHECK_STR(s, "x??1m?y\xC3\xA9");
+/* `ps` of a process whose command line holds a newline, terminal escapes
+ * and invalid UTF-8 (argv[0] is the process's to choose): the table row is
+ * one line with the bytes escaped, the JSON line valid with them as \u
+ * escapes and U+FFFD. */
+static void test_ps_escapes(void)
+{
+	char dir[128], name[128], stat_path[64], buf[1024], want[256];
+	unsigned long long start = 0;
+	ssize_t len;
+	int fd;
+	pid_t child;
+
+	snprintf(dir, sizeof(dir), "%s/tmp-esc", tmpdir);
+	CHECK(mkdir(dir, 0700) == 0);
+	child = fork();
+	if (child == 0) {
+		char env[200];
+		char *envp[] = {env, NULL};
+
+		snprintf(env, sizeof(env), "TMPDIR=%s", dir);
+		execle("/bin/sleep", "x\n<0>dumpwatch: forged\x1b[31m\x1b]0;t\x07\xc3\x28\xff", "30", (char *)NULL,
+		       envp);
+		_exit(127);
+	}
+	for (int i = 0; i < 200; i++) {
+		char p[64], e[512];
+		int efd;
+
+		snprintf(p, sizeof(p), "/proc/%d/environ", (int)child);
+		efd = open(p, O_RDONLY);
+		len = efd >= 0 ? read(efd, e, sizeof(e) - 1) : -1;
+		if (efd >= 0)
+			close(efd);
+		if (len > 7 && memcmp(e, "TMPDIR=", 7) == 0)
+			break;
+		usleep(5000);
+	}
+	snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", (int)child);
+	fd = open(stat_path, O_RDONLY);
+	len = read(fd, buf, sizeof(buf));
+	close(fd);
+	CHECK(len > 0 && dn_parse_stat(buf, (size_t)len, NULL, 0, &start) == 0);
+	snprintf(name, sizeof(name), "dotnet-diagnostic-%d-%llu-socket", (int)child, start);
+	make_socket(dir, name, time(NULL));
+
+	char *m = NULL;
+	size_t mlen = 0;
+	FILE *f = open_memstream(&m, &mlen);
+	CHECK(discovery_print_ps(f, 0) >= 1);
+	fclose(f);
+	/* discovery_cmdline makes the newline a space. */
+	snprintf(want, sizeof(want), "\n%-7d %-20s %-10s %-20s %s\n", (int)child, "sleep", "-", "-",
+	         "x <0>dumpwatch: forged\\x1b[31m\\x1b]0;t\\x07\\xc3(\\xff 30");
+	CHECK_MSG(strstr(m, want) != NULL, "%s", m);
+	for (size_t i = 0; i < mlen; i++)
+		CHECK_MSG((unsigned char)m[i] >= 0x20 || m[i] == '\n', "byte 0x%02x at %zu", (unsigned char)m[i], i);
+	free(m);
+
+	f = open_memstream(&m, &mlen);
+	CHECK(discovery_print_ps(f, 1) >= 1);
+	fclose(f);
+	CHECK_MSG(
+	    strstr(m, "\"command_line\":\"x <0>dumpwatch: forged\\u001b[31m\\u001b]0;t\\u0007\\ufffd(\\ufffd 30\"") !=
+	        NULL,
+	    "%s", m);
+	free(m);
+
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	remove_all(dir);
 }
 
 struct foreign_seen {
@@ -661,9 +696,9 @@ int main(void)
 	test_dir_scan();
 	test_dir_candidates();
 	test_names();
-	test_json();
-	test_truncate_sanitize();
+	test_truncate();
 	test_find_child();
+	test_ps_escapes();
 	test_exited();
 	remove_all(tmpdir);
 	return check_done();

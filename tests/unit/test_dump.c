@@ -45,9 +45,57 @@ int main(void)
 	CHECK(dump_dir_writable_by("/nonexistent/dir", getpid(), 0, 0, err, sizeof(err)) == -ENOENT);
 	CHECK(dump_dir_writable_by("/etc/hostname", getpid(), 0, 0, err, sizeof(err)) == -ENOTDIR);
 
-	/* This process is not .NET: no createdump to find. */
-	CHECK(dump_find_createdump(getpid(), 0, name, sizeof(name), err, sizeof(err)) == -ENOENT);
-	CHECK(strstr(err, "libcoreclr.so") != NULL);
+	/* Runtime versions name a directory: nothing else gets through. */
+	CHECK(dump_version_ok("10.0.12"));
+	CHECK(dump_version_ok("9.0.0-rc.2.24473.5"));
+	CHECK(dump_version_ok("10.0.0+abc"));
+	CHECK(!dump_version_ok(""));
+	CHECK(!dump_version_ok(NULL));
+	CHECK(!dump_version_ok("../../../tmp/x"));
+	CHECK(!dump_version_ok("10.0.12/../../x"));
+	CHECK(!dump_version_ok("10..0"));
+	CHECK(!dump_version_ok("v10"));
+	CHECK(!dump_version_ok("10.0.1\n2"));
+	CHECK(!dump_version_ok("1234567890123456789012345678901234567890123456789012345678901234567890"));
+
+	/* The createdump of a version no host runtime has: refused, saying what
+	 * to do. A hostile version string never becomes a path. */
+	CHECK(dump_find_createdump("1.2.3", NULL, name, sizeof(name), err, sizeof(err)) == -ENOENT);
+	CHECK(strstr(err, "no createdump of .NET 1.2.3 on this host") != NULL);
+	CHECK(strstr(err, "--createdump PATH") != NULL);
+	CHECK(dump_find_createdump("../../../../tmp/x", NULL, name, sizeof(name), err, sizeof(err)) == -EINVAL);
+	CHECK(dump_find_createdump("", NULL, name, sizeof(name), err, sizeof(err)) == -ENOENT);
+	CHECK(strstr(err, "did not report its version") != NULL);
+
+	/* --createdump: nothing below /proc, even when it resolves elsewhere;
+	 * nothing another user could change. */
+	CHECK(dump_find_createdump(NULL, "/proc/1/root/bin/true", name, sizeof(name), err, sizeof(err)) == -EPERM);
+	CHECK(strstr(err, "it lies on /proc") != NULL);
+	CHECK(dump_find_createdump(NULL, "/proc/self/exe", name, sizeof(name), err, sizeof(err)) == -EPERM);
+	CHECK(dump_find_createdump(NULL, "/bin/true", name, sizeof(name), err, sizeof(err)) == 0);
+	CHECK(strstr(name, "/true") != NULL);
+	{
+		char exe[512];
+		snprintf(exe, sizeof(exe), "%s/createdump", dir);
+		FILE *f = fopen(exe, "w");
+		CHECK(f != NULL);
+		if (f)
+			fclose(f);
+		CHECK(chmod(exe, 0755) == 0 && chmod(dir, 0755) == 0);
+		CHECK(chown(dir, geteuid(), getegid()) == 0);
+		CHECK(dump_find_createdump(NULL, exe, name, sizeof(name), err, sizeof(err)) == 0);
+		CHECK(chmod(exe, 0775) == 0);
+		CHECK(dump_find_createdump(NULL, exe, name, sizeof(name), err, sizeof(err)) == -EPERM);
+		CHECK(strstr(err, "writable by group/others (mode 0775)") != NULL);
+		CHECK(chmod(exe, 0755) == 0 && chmod(dir, 0777) == 0);
+		CHECK(dump_find_createdump(NULL, exe, name, sizeof(name), err, sizeof(err)) == -EPERM);
+		CHECK(chmod(dir, 0755) == 0);
+		if (geteuid() == 0) {
+			CHECK(chown(exe, 12345, 12345) == 0);
+			CHECK(dump_find_createdump(NULL, exe, name, sizeof(name), err, sizeof(err)) == -EPERM);
+			CHECK(strstr(err, "is owned by uid 12345") != NULL);
+		}
+	}
 
 	snprintf(name, sizeof(name), "rm -rf %s", dir);
 	CHECK(system(name) == 0);

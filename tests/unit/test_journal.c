@@ -1,7 +1,10 @@
 /* Unit tests of the journal: one whole JSON line per record, "time" and
- * "event" first, appends across reopen, and records kept when a write fails. */
+ * "event" first, appends across reopen, records kept when a write fails, and
+ * a record with invalid UTF-8, control characters and NaN still one line of
+ * valid JSON. */
 #include <errno.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,6 +58,27 @@ int main(void)
 	}
 	CHECK(strncmp(lines[1], "{\"time\":\"", 9) == 0);
 	CHECK(strstr(lines[1], "\"event\":\"fire\"") != NULL);
+
+	/* What a process chose: invalid UTF-8, a forged line, terminal escapes;
+	 * and a number that is not one. */
+	snprintf(path, sizeof(path), "%s/hostile.jsonl", dir);
+	CHECK(journal_open(path, &j, err, sizeof(err)) == 0);
+	o = json_object_new_object();
+	json_object_object_add(o, "command_line", json_object_new_string("app \xc3\x28\xff\n<0>x\x1b[2J"));
+	json_object_object_add(o, "value", json_object_new_double(NAN));
+	json_object_object_add(o, "bad\xffkey", json_object_new_double(-INFINITY));
+	CHECK(journal_write(j, "attach", o) == 0);
+	journal_close(j);
+	CHECK(count_lines(path, lines, 8) == 1);
+	CHECK_MSG(strstr(lines[0], "\"command_line\":\"app \\ufffd(\\ufffd\\n<0>x\\u001b[2J\",\"value\":null,"
+	                           "\"bad\\ufffdkey\":null}\n") != NULL,
+	          "%s", lines[0]);
+	struct json_tokener *tok = json_tokener_new();
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	rec = json_tokener_parse_ex(tok, lines[0], (int)strlen(lines[0]) - 1);
+	CHECK(rec != NULL && json_tokener_get_error(tok) == json_tokener_success);
+	json_object_put(rec);
+	json_tokener_free(tok);
 
 	/* Unopenable path: an error sentence naming it. */
 	snprintf(path, sizeof(path), "%s/missing/j.jsonl", dir);

@@ -1,7 +1,9 @@
 /* Unit tests for rulefile.c: good files with all defaults, a table of bad
  * files with their exact "line:column: message", bounds on hostile input,
- * filter matching, the example files under examples/, and `dumpwatch check`
- * (rulefile_check_paths) across files. */
+ * filter matching, the example files under examples/, `dumpwatch check`
+ * (rulefile_check_paths) across files, with a refused file and dump
+ * directories, the dump.dir containment, and which files look like rule files
+ * (whose content messages may quote). */
 #include "check.h"
 
 #include <dirent.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "dumpwatch/rulefile.h"
 
@@ -376,11 +379,12 @@ static void test_bounds(void)
 	free(s);
 }
 
-/* With room for 2 diagnostics, the first of each kind stays. */
+/* With room for 2 diagnostics, the first of each kind stays. (Most keys are
+ * known, so that the file looks like a rule file and its keys are quoted.) */
 static void test_diag_kinds_kept(void)
 {
 	static const char t[] = "{\"name\": \"x\", \"when\": \"gc-pause > 1s\",\n"
-	                        "\"a1\": 1, \"a2\": 2, \"a3\": 3, \"enabled\": 0}";
+	                        "\"a1\": 1, \"a2\": 2, \"enabled\": 0}";
 	struct rule_diag d[2];
 	struct file_rule *r;
 	size_t nd = 0;
@@ -388,7 +392,7 @@ static void test_diag_kinds_kept(void)
 	CHECK(rulefile_parse(t, strlen(t), &r, d, 2, &nd) == -EINVAL);
 	CHECK(nd == 2);
 	CHECK(d[0].line == 2 && d[0].column == 1 && strncmp(d[0].message, "unknown key \"a1\"", 16) == 0);
-	CHECK(d[1].line == 2 && d[1].column == 39);
+	CHECK(d[1].line == 2 && d[1].column == 30);
 	CHECK_STR(d[1].message, "\"enabled\" must be true or false");
 	/* No room at all is fine too. */
 	CHECK(rulefile_parse(t, strlen(t), &r, NULL, 0, &nd) == -EINVAL && nd == 0);
@@ -497,66 +501,287 @@ static void test_examples(void)
 }
 
 /* Runs rulefile_check_paths with its output in memory. */
-static int run_check(char *const *paths, size_t n, char *out, size_t outlen, char *err, size_t errlen)
+static int run_check_dirs(char *const *paths, size_t n, const char *const *dirs, size_t n_dirs, char *out,
+                          size_t outlen, char *err, size_t errlen)
 {
 	FILE *o = fmemopen(out, outlen, "w"), *e = fmemopen(err, errlen, "w");
 	int rc;
 
 	memset(out, 0, outlen);
 	memset(err, 0, errlen);
-	rc = rulefile_check_paths(paths, n, o, e);
+	rc = rulefile_check_paths(paths, n, dirs, n_dirs, o, e);
 	fclose(o);
 	fclose(e);
 	return rc;
 }
 
+static int run_check(char *const *paths, size_t n, char *out, size_t outlen, char *err, size_t errlen)
+{
+	return run_check_dirs(paths, n, NULL, 0, out, outlen, err, errlen);
+}
+
+/* `dumpwatch check` reads files as the daemon does, through the trust checks,
+ * so it runs on a private copy (0644, in directories of ours under /tmp): the
+ * source tree may belong to another user or be group-writable. */
+static char copy_top[64], ex_dir[128], rules_dir[128];
+
+static void copy_dir(const char *from, const char *to)
+{
+	DIR *d = opendir(from);
+	struct dirent *de;
+
+	CHECK(mkdir(to, 0755) == 0);
+	CHECK(d != NULL);
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		char src[1024], dst[1024], *text;
+		size_t len;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(src, sizeof(src), "%s/%s", from, de->d_name);
+		snprintf(dst, sizeof(dst), "%s/%s", to, de->d_name);
+		text = slurp(src, &len);
+		if (!text)
+			continue;
+		f = fopen(dst, "w");
+		CHECK(f != NULL);
+		if (f) {
+			CHECK(fwrite(text, 1, len, f) == len);
+			CHECK(fchmod(fileno(f), 0644) == 0);
+			fclose(f);
+		}
+		free(text);
+	}
+	closedir(d);
+}
+
+static void copy_setup(void)
+{
+	snprintf(copy_top, sizeof(copy_top), "/tmp/dw-rulefile-XXXXXX");
+	CHECK(mkdtemp(copy_top) != NULL);
+	CHECK(chmod(copy_top, 0755) == 0);
+	snprintf(ex_dir, sizeof(ex_dir), "%s/examples", copy_top);
+	snprintf(rules_dir, sizeof(rules_dir), "%s/rules", copy_top);
+	copy_dir(EXAMPLES_DIR, ex_dir);
+	copy_dir(RULES_DIR, rules_dir);
+}
+
+static void copy_cleanup(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", copy_top);
+	CHECK(system(cmd) == 0);
+}
+
+/* p[i] = dir/name */
+static char *in(const char *dir, const char *name)
+{
+	static char bufs[4][256];
+	static int next;
+	char *b = bufs[next++ % 4];
+
+	snprintf(b, sizeof(bufs[0]), "%s/%s", dir, name);
+	return b;
+}
+
 static void test_check_paths(void)
 {
-	char out[4096], err[4096];
+	char out[4096], err[4096], want[1024];
 	int rc;
 
+	copy_setup();
 	{
-		char *p[] = {EXAMPLES_DIR "/"};
+		char *p[] = {in(ex_dir, "")};
 		rc = run_check(p, 1, out, sizeof(out), err, sizeof(err));
 		CHECK_MSG(rc == 0, "rc=%d %s", rc, err);
 		CHECK_STR(err, "");
-		CHECK(strstr(out, EXAMPLES_DIR "/loh-balloon.json: 1 rule OK\n") != NULL);
-		CHECK(strstr(out, EXAMPLES_DIR "/gc-trouble.json: 2 rules OK\n") != NULL);
+		snprintf(want, sizeof(want), "%s/loh-balloon.json: 1 rule OK\n", ex_dir);
+		CHECK(strstr(out, want) != NULL);
+		snprintf(want, sizeof(want), "%s/gc-trouble.json: 2 rules OK\n", ex_dir);
+		CHECK(strstr(out, want) != NULL);
 		CHECK(strstr(out, "schema") == NULL);
 		/* Sorted by name. */
 		CHECK(strstr(out, "cpu-and-threads") < strstr(out, "gc-trouble"));
 	}
 	{
-		char *p[] = {RULES_DIR "/dup-across-a.json", RULES_DIR "/dup-across-b.json"};
+		char *p[] = {in(rules_dir, "dup-across-a.json"), in(rules_dir, "dup-across-b.json")};
 		rc = run_check(p, 2, out, sizeof(out), err, sizeof(err));
 		CHECK(rc == 1);
-		CHECK_STR(out, RULES_DIR "/dup-across-a.json: 1 rule OK\n");
-		CHECK_STR(err, RULES_DIR "/dup-across-b.json:1:11: rule name \"a\" is also defined at " RULES_DIR
-		                         "/dup-across-a.json:3:15\n");
+		snprintf(want, sizeof(want), "%s/dup-across-a.json: 1 rule OK\n", rules_dir);
+		CHECK_STR(out, want);
+		snprintf(want, sizeof(want),
+		         "%s/dup-across-b.json:1:11: rule name \"a\" is also defined at %s/dup-across-a.json:3:15\n",
+		         rules_dir, rules_dir);
+		CHECK_STR(err, want);
 	}
 	{
-		char *p[] = {RULES_DIR "/bad-unknown-key.json", RULES_DIR "/good-single.json"};
+		char *p[] = {in(rules_dir, "bad-unknown-key.json"), in(rules_dir, "good-single.json")};
 		rc = run_check(p, 2, out, sizeof(out), err, sizeof(err));
 		CHECK(rc == 1);
-		CHECK_STR(out, RULES_DIR "/good-single.json: 1 rule OK\n");
-		CHECK_STR(err, RULES_DIR "/bad-unknown-key.json:4:3: unknown key \"limit\" in rule; did you mean "
-		                         "\"limits\"?\n");
+		snprintf(want, sizeof(want), "%s/good-single.json: 1 rule OK\n", rules_dir);
+		CHECK_STR(out, want);
+		snprintf(want, sizeof(want),
+		         "%s/bad-unknown-key.json:4:3: unknown key \"limit\" in rule; did you mean \"limits\"?\n",
+		         rules_dir);
+		CHECK_STR(err, want);
 	}
 	{
-		char *p[] = {RULES_DIR "/no-such-file.json", RULES_DIR "/good-single.json"};
+		char *p[] = {in(rules_dir, "no-such-file.json"), in(rules_dir, "good-single.json")};
 		rc = run_check(p, 2, out, sizeof(out), err, sizeof(err));
 		CHECK(rc == 2);
-		CHECK_STR(err, RULES_DIR "/no-such-file.json: No such file or directory\n");
-		CHECK_STR(out, RULES_DIR "/good-single.json: 1 rule OK\n");
+		snprintf(want, sizeof(want), "%s/no-such-file.json: No such file or directory\n", rules_dir);
+		CHECK_STR(err, want);
+		snprintf(want, sizeof(want), "%s/good-single.json: 1 rule OK\n", rules_dir);
+		CHECK_STR(out, want);
 	}
 	{
 		/* The data directory has good and bad files: exit 1, and every file is looked at. */
-		char *p[] = {RULES_DIR};
+		char *p[] = {rules_dir};
 		rc = run_check(p, 1, out, sizeof(out), err, sizeof(err));
 		CHECK(rc == 1);
-		CHECK(strstr(out, RULES_DIR "/good-list.json: 3 rules OK\n") != NULL);
-		CHECK(strstr(err, RULES_DIR "/bad-syntax.json:4:1: invalid JSON: unexpected character\n") != NULL);
-		CHECK(strstr(err, RULES_DIR "/bad-types.json:6:13: \"process\" must be an object\n") != NULL);
+		snprintf(want, sizeof(want), "%s/good-list.json: 3 rules OK\n", rules_dir);
+		CHECK(strstr(out, want) != NULL);
+		snprintf(want, sizeof(want), "%s/bad-syntax.json:4:1: invalid JSON: unexpected character\n", rules_dir);
+		CHECK(strstr(err, want) != NULL);
+		snprintf(want, sizeof(want), "%s/bad-types.json:6:13: \"process\" must be an object\n", rules_dir);
+		CHECK(strstr(err, want) != NULL);
+	}
+	{
+		/* A file others can write is refused, as the daemon refuses it. */
+		char *p[] = {in(rules_dir, "good-list.json")};
+		CHECK(chmod(p[0], 0666) == 0);
+		rc = run_check(p, 1, out, sizeof(out), err, sizeof(err));
+		CHECK(rc == 1);
+		CHECK_STR(out, "");
+		snprintf(want, sizeof(want),
+		         "%s: refused: file %s is writable by group or others (mode 0666): only files and directories "
+		         "no one else can change may give dumpwatch orders ('chmod go-w %s')\n",
+		         p[0], p[0], p[0]);
+		CHECK_STR(err, want);
+		CHECK(chmod(p[0], 0644) == 0);
+	}
+	{
+		/* dump.dir inside the allowed directories, or not. */
+		const char *ok[] = {"/var/lib"};
+		const char *other[] = {"/srv/dumps", "/var/lib/dumpwatch/dumps2"};
+		char *p[] = {in(rules_dir, "good-single.json")}; /* dump.dir /var/lib/dumpwatch/dumps at 6:36 */
+		rc = run_check_dirs(p, 1, ok, 1, out, sizeof(out), err, sizeof(err));
+		CHECK_MSG(rc == 0, "%s", err);
+		rc = run_check_dirs(p, 1, other, 2, out, sizeof(out), err, sizeof(err));
+		CHECK(rc == 1);
+		CHECK_STR(out, "");
+		snprintf(want, sizeof(want),
+		         "%s:6:36: dump dir \"/var/lib/dumpwatch/dumps\" is not inside an allowed dump directory "
+		         "(/srv/dumps, /var/lib/dumpwatch/dumps2): dumps go only below the daemon's --dump-dir and its "
+		         "--allow-dump-dir directories\n",
+		         p[0]);
+		CHECK_STR(err, want);
+	}
+	copy_cleanup();
+}
+
+static void test_dump_dirs(void)
+{
+	static const char t[] =
+	    "{\"rules\": [\n"
+	    "{\"name\": \"a\", \"when\": \"gc-pause > 1s\", \"dump\": {\"dir\": \"/var/dumps\"}},\n"
+	    "{\"name\": \"b\", \"when\": \"gc-pause > 1s\", \"dump\": {\"dir\": \"/var/dumps2\"}},\n"
+	    "{\"name\": \"c\", \"when\": \"gc-pause > 1s\", \"dump\": {\"dir\": \"/var/dumps/../etc\"}},\n"
+	    "{\"name\": \"d\", \"when\": \"gc-pause > 1s\", \"dump\": {\"dir\": \"//var//dumps/./x/\"}},\n"
+	    "{\"name\": \"e\", \"when\": \"gc-pause > 1s\", \"dump\": {\"dir\": \"/srv/more/y\"}},\n"
+	    "{\"name\": \"f\", \"when\": \"gc-pause > 1s\"}\n"
+	    "]}";
+	const char *dirs[] = {"/var/dumps", "/srv/more"};
+	struct file_rule *r = NULL;
+	struct rule_diag d[8];
+	size_t nd = 0;
+	int n = rulefile_parse(t, strlen(t), &r, d, 8, &nd);
+
+	CHECK_MSG(n == 6, "n=%d %s", n, nd ? d[0].message : "");
+	if (n != 6)
+		return;
+	CHECK(r[0].dump_dir_line == 2 && r[0].dump_dir_column == 56);
+	CHECK(r[5].dump_dir_line == 0);
+	CHECK(rulefile_check_dump_dirs(r, 6, dirs, 2, d, 8, &nd) == -EINVAL);
+	CHECK(nd == 2);
+	CHECK(d[0].line == 3 && d[0].column == 56);
+	CHECK_STR(d[0].message, "dump dir \"/var/dumps2\" is not inside an allowed dump directory (/var/dumps, "
+	                        "/srv/more): dumps go only below the daemon's --dump-dir and its --allow-dump-dir "
+	                        "directories");
+	CHECK(d[1].line == 4 && d[1].column == 56);
+	CHECK_STR(d[1].message, "dump dir \"/var/dumps/../etc\" has a \"..\" component; write the directory it means");
+	/* Within the first directory alone, d and f pass; no directories: not checked. */
+	CHECK(rulefile_check_dump_dirs(r + 3, 1, dirs, 1, d, 8, &nd) == 0 && nd == 0);
+	CHECK(rulefile_check_dump_dirs(r + 5, 1, dirs, 1, d, 8, &nd) == 0);
+	CHECK(rulefile_check_dump_dirs(r, 6, NULL, 0, d, 8, &nd) == 0);
+	/* "/" allows everything that is absolute and has no "..". */
+	{
+		const char *root[] = {"/"};
+		CHECK(rulefile_check_dump_dirs(r, 6, root, 1, d, 8, &nd) == -EINVAL && nd == 1 && d[0].line == 4);
+	}
+	free(r);
+}
+
+/* What makes a file a rule file, whose keys and values messages may quote;
+ * anything else gets one message that shows nothing of it. */
+static void test_not_rule_files(void)
+{
+	static const char generic[] = "this does not look like a rule file (a rule object with \"name\" and \"when\", "
+	                              "or {\"rules\": [rule, ...]}), so nothing of it is shown";
+	static const struct {
+		const char *text;
+		int rule_like;
+	} cases[] = {
+	    /* Secrets: not one of our keys, or too few of them. */
+	    {"{\"aws_secret_access_key\": \"wJalrXUtnFEMI\", \"password\": \"hunter2\"}", 0},
+	    {"{\"name\": \"db prod\", \"password\": \"hunter2\", \"host\": \"h\"}", 0},
+	    {"{\"name\": \"db prod\", \"password\": \"hunter2\"}", 0},
+	    {"{\"when\": \"2026-11-23\", \"where\": \"x\", \"who\": \"y\"}", 0},
+	    {"{}", 0},
+	    {"{\"rules\": [], \"password\": \"hunter2\"}", 0},
+	    {"{\"rules\": [{\"name\": \"x\", \"when\": \"gc-pause > 1s\"}, {\"user\": \"u\", \"token\": \"t\"}]}", 0},
+	    {"{\"rules\": [{\"name\": \"x\", \"when\": \"gc-pause > 1s\"}, {\"name\": \"y\", \"token\": \"t\", "
+	     "\"secret\": \"s\"}]}",
+	     0},
+	    /* Rule files with mistakes: quoted as before. */
+	    {"{\"name\": \"x\"}", 1},
+	    {"{\"nam\": \"x\", \"when\": \"gc-pause > 1s\"}", 1},
+	    {"{\"name\": \"x\", \"when\": \"gc-pause > 1s\", \"frob\": 1}", 1},
+	    {"{\"name\": \"x\", \"when\": \"gc-pause > 1s\", \"limit\": {}, \"dumps\": {}}", 1},
+	    {"{\"rules\": [], \"rule\": 1}", 1},
+	    {"{\"rules\": {}}", 1},
+	    {"{\"rules\": [1, {\"name\": \"x\", \"whn\": \"gc-pause > 1s\"}]}", 1},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct file_rule *r = NULL;
+		char first[600];
+		size_t nd = 0;
+		int n = parse(cases[i].text, strlen(cases[i].text), &r, first, sizeof(first), &nd);
+
+		CHECK_MSG(n == -EINVAL, "#%zu: n=%d", i, n);
+		if (!cases[i].rule_like) {
+			/* One message, with a position and nothing of the text. */
+			CHECK_MSG(nd == 1, "#%zu: %zu diagnostics", i, nd);
+			CHECK_MSG(strstr(first, generic) != NULL, "#%zu: %s", i, first);
+		} else {
+			CHECK_MSG(strstr(first, "does not look like") == NULL, "#%zu: %s", i, first);
+		}
+		if (n >= 0)
+			free(r);
+	}
+	{
+		/* The position is that of the object that does not look like a rule. */
+		static const char t[] = "{\"rules\": [\n  {\"name\": \"x\", \"when\": \"gc-pause > 1s\"},\n"
+		                        "  {\"api_key\": \"k\", \"token\": \"t\"}\n]}";
+		struct file_rule *r = NULL;
+		char first[600];
+		CHECK(parse(t, strlen(t), &r, first, sizeof(first), NULL) == -EINVAL);
+		CHECK(strncmp(first, "3:3: this does not look like a rule file", 40) == 0);
 	}
 }
 
@@ -574,5 +799,7 @@ int main(void)
 	test_filter();
 	test_examples();
 	test_check_paths();
+	test_dump_dirs();
+	test_not_rule_files();
 	return check_done();
 }

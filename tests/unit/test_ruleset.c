@@ -3,8 +3,10 @@
  * rename out, a name defined in two files (and the second file taken once the
  * first lets go), disabled rules, the directory removed, moved away and
  * created again, a directory missing at open, reload, generations, the rule
- * hash, open errors, and no descriptor left behind by open/free. Every wait is
- * a poll() of at most 2 s on ruleset_fd. */
+ * hash, open errors, files and directories others could change (refused,
+ * withdrawn, taken back), a Kubernetes ConfigMap volume updated by its ..data
+ * swap, dump.dir outside the policy's directories, and no descriptor left
+ * behind by open/free. Every wait is a poll() of at most 2 s on ruleset_fd. */
 #include "check.h"
 
 #include <dirent.h>
@@ -32,6 +34,8 @@ struct rec {
 	char diag[1200]; /* the first */
 	int kept_last_good;
 	size_t kept_rules;
+	int refused;
+	size_t withdrawn_rules;
 };
 
 static struct rec recs[REC_MAX];
@@ -57,6 +61,8 @@ static void on_change(void *ctx, const struct ruleset_change *c)
 		snprintf(r->diag, sizeof(r->diag), "%s", c->diags[0]);
 	r->kept_last_good = c->kept_last_good;
 	r->kept_rules = c->kept_rules;
+	r->refused = c->refused;
+	r->withdrawn_rules = c->withdrawn_rules;
 }
 
 /* The one report for file (NULL: for the directory) of that kind, or NULL when
@@ -163,6 +169,18 @@ static int readable(struct ruleset *rs)
 	return poll(&p, 1, 0) == 1;
 }
 
+static struct ruleset *open_rs_policy(const struct ruleset_policy *policy)
+{
+	struct ruleset *rs = NULL;
+	char err[512] = "";
+	int r;
+
+	n_recs = 0;
+	r = ruleset_open(dir, policy, on_change, NULL, &rs, err, sizeof(err));
+	CHECK_MSG(r == 0, "ruleset_open: %d %s", r, err);
+	return rs;
+}
+
 static struct ruleset *open_rs(void)
 {
 	struct ruleset *rs = NULL;
@@ -170,7 +188,7 @@ static struct ruleset *open_rs(void)
 	int r;
 
 	n_recs = 0;
-	r = ruleset_open(dir, on_change, NULL, &rs, err, sizeof(err));
+	r = ruleset_open(dir, NULL, on_change, NULL, &rs, err, sizeof(err));
 	CHECK_MSG(r == 0, "ruleset_open: %d %s", r, err);
 	return rs;
 }
@@ -365,7 +383,7 @@ static void test_edits(void)
 	{
 		struct ruleset *second = NULL;
 		char err[256] = "";
-		CHECK(ruleset_open(dir, on_change, NULL, &second, err, sizeof(err)) == -EBUSY && second == NULL);
+		CHECK(ruleset_open(dir, NULL, on_change, NULL, &second, err, sizeof(err)) == -EBUSY && second == NULL);
 		CHECK(err[0] != '\0');
 	}
 	CHECK(!readable(rs));
@@ -618,17 +636,17 @@ static void test_open_errors(void)
 
 	setup("errors");
 	err[0] = '\0';
-	CHECK(ruleset_open("relative/rules", on_change, NULL, &rs, err, sizeof(err)) == -EINVAL && !rs && err[0]);
-	CHECK(ruleset_open("/", on_change, NULL, &rs, err, sizeof(err)) == -EINVAL && !rs);
+	CHECK(ruleset_open("relative/rules", NULL, on_change, NULL, &rs, err, sizeof(err)) == -EINVAL && !rs && err[0]);
+	CHECK(ruleset_open("/", NULL, on_change, NULL, &rs, err, sizeof(err)) == -EINVAL && !rs);
 	snprintf(path, sizeof(path), "%s/no/such", top);
-	CHECK(ruleset_open(path, on_change, NULL, &rs, err, sizeof(err)) == -ENOENT && !rs);
+	CHECK(ruleset_open(path, NULL, on_change, NULL, &rs, err, sizeof(err)) == -ENOENT && !rs);
 	put("file.json", "{}");
 	snprintf(path, sizeof(path), "%s/file.json", dir);
-	CHECK(ruleset_open(path, on_change, NULL, &rs, err, sizeof(err)) == -ENOTDIR && !rs);
+	CHECK(ruleset_open(path, NULL, on_change, NULL, &rs, err, sizeof(err)) == -ENOTDIR && !rs);
 	/* A trailing slash is fine, and reports name files without it. */
 	snprintf(path, sizeof(path), "%s//", dir);
 	n_recs = 0;
-	CHECK(ruleset_open(path, on_change, NULL, &rs, err, sizeof(err)) == 0 && rs);
+	CHECK(ruleset_open(path, NULL, on_change, NULL, &rs, err, sizeof(err)) == 0 && rs);
 	CHECK_MSG(n_recs == 1 && recs[0].kind == RULESET_REJECTED && recs[0].n_diags >= 1 &&
 	              strncmp(recs[0].diag, dir, strlen(dir)) == 0 && recs[0].diag[strlen(dir)] == '/',
 	          "%zu reports; %s", n_recs, n_recs ? recs[0].diag : "");
@@ -688,10 +706,264 @@ static void test_hash(void)
 	CHECK(ruleset_rule_hash(&a) == ruleset_rule_hash(&b));
 }
 
+static void chmod_in(const char *name, mode_t mode)
+{
+	char path[512];
+
+	in_dir(name, path, sizeof(path));
+	CHECK_MSG(chmod(path, mode) == 0, "%s: %s", path, strerror(errno));
+}
+
+static void link_in(const char *name, const char *target)
+{
+	char path[512];
+
+	in_dir(name, path, sizeof(path));
+	CHECK_MSG(symlink(target, path) == 0, "%s: %s", path, strerror(errno));
+}
+
+/* Whether the one report for file is a refusal whose line starts with
+ * "PATH: refused: " and names what. */
+static int is_refusal(const char *file, const char *what, int withdrawn)
+{
+	const struct rec *rc = rec_find(RULESET_REJECTED, file);
+	char want[1024], path[512];
+
+	if (!rc)
+		return 0;
+	in_dir(file, path, sizeof(path));
+	snprintf(want, sizeof(want), "%s: refused: %s", path, what);
+	CHECK_MSG(strncmp(rc->diag, want, strlen(want)) == 0, "%s", rc->diag);
+	return rc->refused && rc->n_diags == 1 && !rc->kept_last_good && rc->withdrawn_rules == (size_t)withdrawn &&
+	       strncmp(rc->diag, want, strlen(want)) == 0;
+}
+
+/* Files and the directory that others could change: refused, their rules
+ * withdrawn, taken back once fixed; a change of owner or mode alone is seen;
+ * a touch changes nothing. */
+static void test_trust(void)
+{
+	struct ruleset *rs;
+	char path[512], what[1024];
+
+	setup("trust");
+	put("a.json", RULE("alpha"));
+	put("b.json", RULE("beta"));
+	chmod_in("b.json", 0666);
+	rs = open_rs();
+	if (!rs)
+		return;
+	in_dir("b.json", path, sizeof(path));
+	snprintf(what, sizeof(what), "file %s is writable by group or others (mode 0666)", path);
+	CHECK(n_recs == 2 && rec_find(RULESET_LOADED, "a.json") && is_refusal("b.json", what, 0));
+	CHECK_STR(active_names(rs), "alpha");
+
+	chmod_in("b.json", 0644);
+	CHECK(step(rs) == 1);
+	CHECK(n_recs == 1 && rec_find(RULESET_LOADED, "b.json"));
+	CHECK_STR(active_names(rs), "alpha,beta");
+
+	/* Attributes that change nothing: no report. */
+	in_dir("a.json", path, sizeof(path));
+	CHECK(utimensat(AT_FDCWD, path, NULL, 0) == 0);
+	CHECK(step(rs) == 0);
+	CHECK(n_recs == 0);
+
+	/* A good file made writable by others: withdrawn, not kept. */
+	chmod_in("a.json", 0664);
+	CHECK(step(rs) == 1);
+	snprintf(what, sizeof(what), "file %s is writable by group or others (mode 0664)", path);
+	CHECK(n_recs == 1 && is_refusal("a.json", what, 1));
+	CHECK_STR(active_names(rs), "beta");
+	chmod_in("a.json", 0644);
+	CHECK(step(rs) == 1);
+	CHECK(n_recs == 1 && rec_find(RULESET_LOADED, "a.json"));
+
+	/* The directory itself. */
+	CHECK(chmod(dir, 0777) == 0);
+	CHECK(step(rs) == 1);
+	snprintf(what, sizeof(what), "directory %s is writable by group or others (mode 0777)", dir);
+	CHECK(n_recs == 2 && is_refusal("a.json", what, 1) && is_refusal("b.json", what, 1));
+	CHECK_STR(active_names(rs), "");
+	CHECK(chmod(dir, 01777) == 0); /* sticky: others cannot rename or remove our files */
+	CHECK(step(rs) == 1);
+	CHECK(n_recs == 2 && rec_find(RULESET_LOADED, "a.json") && rec_find(RULESET_LOADED, "b.json"));
+	CHECK(chmod(dir, 0755) == 0);
+	CHECK(step(rs) == 0);
+	CHECK(n_recs == 0);
+
+	if (geteuid() == 0) {
+		in_dir("a.json", path, sizeof(path));
+		CHECK(chown(path, 65534, 65534) == 0);
+		CHECK(step(rs) == 1);
+		snprintf(what, sizeof(what), "file %s is owned by uid 65534, not by root", path);
+		CHECK(n_recs == 1 && is_refusal("a.json", what, 1));
+		CHECK(chown(path, 0, 0) == 0);
+		CHECK(step(rs) == 1);
+		CHECK(n_recs == 1 && rec_find(RULESET_LOADED, "a.json"));
+	}
+
+	/* A new file whose mode is set before it is closed is not read half-way. */
+	{
+		static const char text[] = RULE("epsilon");
+		int fd;
+		in_dir("e.json", path, sizeof(path));
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		CHECK(fd >= 0);
+		if (fd >= 0) {
+			CHECK(write(fd, text, 10) == 10);
+			CHECK(fchmod(fd, 0644) == 0);
+			CHECK(step(rs) == 0);
+			CHECK(n_recs == 0);
+			CHECK(write(fd, text + 10, strlen(text) - 10) == (ssize_t)(strlen(text) - 10));
+			close(fd);
+			CHECK(step(rs) == 1);
+			CHECK(n_recs == 1 && rec_find(RULESET_LOADED, "e.json"));
+		}
+		del("e.json");
+		CHECK(step(rs) == 1);
+	}
+
+	/* A link made into the directory is taken when it is created; one
+	 * that leads through a directory others can write is refused. */
+	snprintf(path, sizeof(path), "%s/open", top);
+	CHECK(mkdir(path, 0777) == 0 && chmod(path, 0777) == 0);
+	snprintf(path, sizeof(path), "%s/open/c.json", top);
+	{
+		FILE *f = fopen(path, "w");
+		CHECK(f != NULL);
+		if (f) {
+			fputs(RULE("gamma"), f);
+			fclose(f);
+		}
+	}
+	link_in("c.json", "../open/c.json");
+	CHECK(step(rs) == 0);
+	snprintf(what, sizeof(what), "directory %s/open is writable by group or others (mode 0777)", top);
+	CHECK(n_recs == 1 && is_refusal("c.json", what, 0));
+	snprintf(path, sizeof(path), "%s/open", top);
+	CHECK(chmod(path, 0755) == 0);
+	/* Not watched: taken at the next reload. */
+	n_recs = 0;
+	CHECK(ruleset_reload(rs) == 1);
+	CHECK(rec_find(RULESET_LOADED, "c.json") != NULL);
+	CHECK_STR(active_names(rs), "alpha,beta,gamma");
+	/* A dangling link is no file at all. */
+	link_in("d.json", "nowhere.json");
+	CHECK(step(rs) == 0);
+	CHECK(n_recs == 0);
+
+	ruleset_free(rs);
+	rm_tree(top);
+}
+
+/* ConfigMap make_version: ..TS/ with the given files, then ..data swapped to it
+ * by rename, as the kubelet's atomic writer does; the old version removed. */
+static void cm_version(const char *ts, const char *old_ts, const char *const *names, const char *const *texts, size_t n)
+{
+	char path[512], from[512];
+
+	in_dir(ts, path, sizeof(path));
+	CHECK(mkdir(path, 0755) == 0);
+	for (size_t i = 0; i < n; i++) {
+		char rel[256];
+		snprintf(rel, sizeof(rel), "%s/%s", ts, names[i]);
+		put(rel, texts[i]);
+	}
+	link_in("..data_tmp", ts);
+	in_dir("..data_tmp", from, sizeof(from));
+	in_dir("..data", path, sizeof(path));
+	mv(from, path);
+	if (old_ts) {
+		in_dir(old_ts, path, sizeof(path));
+		rm_tree(path);
+	}
+}
+
+/* A Kubernetes ConfigMap volume: the rule files are links into ..data, which
+ * an update swaps; only the files whose content changed are reported. */
+static void test_configmap(void)
+{
+	static const char *const names[] = {"x.json", "y.json", "z.json"};
+	const char *v1[] = {RULE("cm-one"), RULE("other")};
+	const char *v2[] = {RULE("cm-two"), RULE("other")};
+	const char *v3[] = {RULE("cm-two"), RULE("other"), RULE("zed")};
+	const char *v4[] = {RULE("cm-two")};
+	struct ruleset *rs;
+
+	setup("configmap");
+	cm_version("..2026_11_23_10_00_00.1", NULL, names, v1, 2);
+	link_in("x.json", "..data/x.json");
+	link_in("y.json", "..data/y.json");
+	rs = open_rs();
+	if (!rs)
+		return;
+	CHECK(n_recs == 2 && rec_find(RULESET_LOADED, "x.json") && rec_find(RULESET_LOADED, "y.json"));
+	CHECK_STR(active_names(rs), "cm-one,other");
+
+	/* An update: x.json changes, y.json does not. */
+	cm_version("..2026_11_23_10_05_00.2", "..2026_11_23_10_00_00.1", names, v2, 2);
+	CHECK(step(rs) == 1);
+	CHECK_MSG(n_recs == 1 && rec_find(RULESET_LOADED, "x.json"), "%zu reports", n_recs);
+	CHECK_STR(active_names(rs), "cm-two,other");
+
+	/* A key added: its link is made after the swap. */
+	cm_version("..2026_11_23_10_10_00.3", "..2026_11_23_10_05_00.2", names, v3, 3);
+	link_in("z.json", "..data/z.json");
+	CHECK(step(rs) == 1);
+	CHECK_MSG(n_recs == 1 && rec_find(RULESET_LOADED, "z.json"), "%zu reports", n_recs);
+	CHECK_STR(active_names(rs), "cm-two,other,zed");
+
+	/* Keys removed: their links go. */
+	cm_version("..2026_11_23_10_15_00.4", "..2026_11_23_10_10_00.3", names, v4, 1);
+	del("y.json");
+	del("z.json");
+	CHECK(step(rs) == 1);
+	CHECK_MSG(n_recs == 2 && rec_find(RULESET_REMOVED, "y.json") && rec_find(RULESET_REMOVED, "z.json"),
+	          "%zu reports", n_recs);
+	CHECK_STR(active_names(rs), "cm-two");
+
+	ruleset_free(rs);
+	rm_tree(top);
+}
+
+/* A rule's dump.dir outside the policy's directories rejects its file like
+ * any other error: the last good version stays. */
+static void test_policy(void)
+{
+	const char *dirs[] = {"/var/dumps", "/srv/dumps"};
+	struct ruleset_policy policy = {.dump_dirs = dirs, .n_dump_dirs = 2};
+	const struct rec *rc;
+	struct ruleset *rs;
+
+	setup("policy");
+	put("a.json", "{\"name\": \"a\", \"when\": \"heap-size > 100MB\", \"dump\": {\"dir\": \"/var/dumps/a\"}}\n");
+	put("b.json", "{\"name\": \"b\", \"when\": \"heap-size > 100MB\", \"dump\": {\"dir\": \"/etc/cron.d\"}}\n");
+	rs = open_rs_policy(&policy);
+	if (!rs)
+		return;
+	rc = rec_find(RULESET_REJECTED, "b.json");
+	CHECK(n_recs == 2 && rec_find(RULESET_LOADED, "a.json") && rc);
+	if (rc) {
+		CHECK(!rc->refused && !rc->kept_last_good && rc->n_diags == 1);
+		CHECK_MSG(strstr(rc->diag, "b.json:1:60: dump dir \"/etc/cron.d\" is not inside an allowed dump "
+		                           "directory (/var/dumps, /srv/dumps)") != NULL,
+		          "%s", rc->diag);
+	}
+	put("a.json", "{\"name\": \"a\", \"when\": \"heap-size > 100MB\", \"dump\": {\"dir\": \"/var/dumps2\"}}\n");
+	CHECK(step(rs) == 0);
+	rc = rec_find(RULESET_REJECTED, "a.json");
+	CHECK(n_recs == 1 && rc && rc->kept_last_good && !rc->refused);
+	CHECK_STR(active_names(rs), "a");
+	ruleset_free(rs);
+	rm_tree(top);
+}
+
 int main(void)
 {
 	static void (*const scenarios[])(void) = {test_edits,           test_duplicates, test_dir_gone_and_back,
-	                                          test_missing_at_open, test_many,       test_open_errors};
+	                                          test_missing_at_open, test_many,       test_open_errors,
+	                                          test_trust,           test_configmap,  test_policy};
 	int fds = count_fds();
 
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {

@@ -1,6 +1,7 @@
 /* Unit tests of the dump store's disk guards: the admission decision (pure)
  * with each limit, deletion of the oldest to make room, and the scan, which
- * counts only ELF core files of ours and never dot-files or anything else. */
+ * counts only ELF core files of ours and never dot-files or anything else;
+ * and the check of what is published: hand-made cores, good and broken. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -144,8 +145,180 @@ static void test_estimate(void)
 	CHECK(store_estimate(-1, DUMP_FULL) == 0);
 }
 
+/* A core like createdump's: header, program headers (a note, then loads),
+ * then the segments' bytes; phnum_field as written in the header. */
+struct fake_core {
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[3];
+	unsigned char data[3 * 4096];
+};
+
+static struct fake_core fake_core(void)
+{
+	struct fake_core c;
+	uint64_t off = sizeof(c.eh) + sizeof(c.ph);
+
+	memset(&c, 0, sizeof(c));
+	memcpy(c.eh.e_ident, ELFMAG, SELFMAG);
+	c.eh.e_ident[EI_CLASS] = ELFCLASS64;
+	c.eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	c.eh.e_ident[EI_VERSION] = EV_CURRENT;
+	c.eh.e_type = ET_CORE;
+	c.eh.e_machine = EM_X86_64;
+	c.eh.e_version = EV_CURRENT;
+	c.eh.e_phoff = sizeof(c.eh);
+	c.eh.e_ehsize = sizeof(c.eh);
+	c.eh.e_phentsize = sizeof(Elf64_Phdr);
+	c.eh.e_phnum = 3;
+	for (int i = 0; i < 3; i++) {
+		c.ph[i].p_type = i == 0 ? PT_NOTE : PT_LOAD;
+		c.ph[i].p_offset = off + (uint64_t)i * 4096;
+		c.ph[i].p_filesz = 4096;
+	}
+	return c;
+}
+
+/* Writes len bytes of p to a new temporary file, then extends it to size
+ * (sparse) when size is larger. Returns its descriptor. */
+static int temp_file(const void *p, size_t len, uint64_t size)
+{
+	char path[] = "/tmp/dw-core.XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	if (write(fd, p, len) != (ssize_t)len || (size > len && ftruncate(fd, (off_t)size) < 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int check_core(const struct fake_core *c, uint64_t size, uint64_t estimate, char *why, size_t whylen)
+{
+	int fd = temp_file(c, sizeof(*c) < size ? sizeof(*c) : (size_t)size, size);
+	int r;
+
+	if (fd < 0)
+		return 12345;
+	r = store_check_core(fd, size, estimate, why, whylen);
+	close(fd);
+	return r;
+}
+
+static void test_core_check(void)
+{
+	struct fake_core c = fake_core();
+	char why[512];
+
+	CHECK(check_core(&c, sizeof(c), 0, why, sizeof(why)) == 0);
+	CHECK(check_core(&c, sizeof(c), 64 * MB, why, sizeof(why)) == 0);
+	/* A little padding after the last segment is taken, megabytes are not. */
+	CHECK(check_core(&c, sizeof(c) + 4096, 0, why, sizeof(why)) == 0);
+	CHECK(check_core(&c, sizeof(c) + 2 * 1024 * 1024, 0, why, sizeof(why)) == -EBADMSG);
+	CHECK(strstr(why, "after its last segment") != NULL);
+
+	/* Not a core, or not ELF at all. */
+	c.eh.e_type = ET_EXEC;
+	CHECK(check_core(&c, sizeof(c), 0, why, sizeof(why)) == -EBADMSG);
+	CHECK_STR(why, "it is an ELF file but not a 64-bit core (class 2, type 2)");
+	c = fake_core();
+	c.eh.e_ident[EI_CLASS] = ELFCLASS32;
+	CHECK(check_core(&c, sizeof(c), 0, why, sizeof(why)) == -EBADMSG);
+	c = fake_core();
+	CHECK(check_core(&c, 20, 0, why, sizeof(why)) == -EBADMSG);
+	CHECK_STR(why, "it is not an ELF file (20 bytes)");
+	memset(&c, 0, sizeof(c));
+	CHECK(check_core(&c, sizeof(c), 0, why, sizeof(why)) == -EBADMSG);
+	CHECK(strstr(why, "it is not an ELF file (") != NULL);
+
+	/* Program headers outside the file, or absurd in number or size. */
+	c = fake_core();
+	c.eh.e_phoff = sizeof(c) - 10;
+	CHECK(check_core(&c, sizeof(c), 0, why, sizeof(why)) == -EBADMSG);
+	CHECK(strstr(why, "program headers lie outside the file") != NULL);
+	c = fake_core();
+	c.eh.e_phoff = UINT64_MAX - 8;
+	CHECK(check_core(&c, sizeof(c), 0, why, sizeof(why)) == -EBADMSG);
+	c = fake_core();
+	c.eh.e_phnum = 0;
+	CHECK(check_core(&c, sizeof(c), 0, why, sizeof(why)) == -EBADMSG);
+	c = fake_core();
+	c.eh.e_phentsize = 32;
+	CHECK(check_core(&c, sizeof(c), 0, why, sizeof(why)) == -EBADMSG);
+
+	/* A segment past the end, and one whose end overflows. */
+	c = fake_core();
+	c.ph[2].p_filesz = 8192;
+	CHECK(check_core(&c, sizeof(c), 0, why, sizeof(why)) == -EBADMSG);
+	CHECK(strstr(why, "segment 2 (offset") != NULL);
+	c = fake_core();
+	c.ph[1].p_offset = 100;
+	c.ph[1].p_filesz = UINT64_MAX - 50;
+	CHECK(check_core(&c, sizeof(c), 0, why, sizeof(why)) == -EBADMSG);
+
+	/* No note: not a process's core. */
+	c = fake_core();
+	c.ph[0].p_type = PT_LOAD;
+	CHECK(check_core(&c, sizeof(c), 0, why, sizeof(why)) == -EBADMSG);
+	CHECK(strstr(why, "no note segment") != NULL);
+
+	/* More than 65534 segments: the count from section header 0. Here the
+	 * header claims PN_XNUM and a section header says 3. */
+	{
+		struct {
+			struct fake_core c;
+			Elf64_Shdr sh;
+		} x;
+		memset(&x, 0, sizeof(x));
+		x.c = fake_core();
+		x.c.eh.e_phnum = PN_XNUM;
+		x.c.eh.e_shoff = sizeof(x.c);
+		x.c.eh.e_shentsize = sizeof(Elf64_Shdr);
+		x.c.eh.e_shnum = 0;
+		x.sh.sh_info = 3;
+		x.c.ph[2].p_filesz = 4096 + sizeof(Elf64_Shdr);
+		int fd = temp_file(&x, sizeof(x), sizeof(x));
+		CHECK(fd >= 0 && store_check_core(fd, sizeof(x), 0, why, sizeof(why)) == 0);
+		x.sh.sh_info = 2000000;
+		if (fd >= 0)
+			close(fd);
+		fd = temp_file(&x, sizeof(x), sizeof(x));
+		CHECK(fd >= 0 && store_check_core(fd, sizeof(x), 0, why, sizeof(why)) == -EBADMSG);
+		if (fd >= 0)
+			close(fd);
+	}
+
+	/* A huge (sparse) file dressed as a core: its headers fit, but its size
+	 * is far beyond the estimate of the process's memory. */
+	c = fake_core();
+	c.ph[2].p_filesz = 100 * GB;
+	CHECK(check_core(&c, c.ph[2].p_offset + 100 * GB, 400 * MB, why, sizeof(why)) == -EFBIG);
+	CHECK_STR(why, "it is 100.0GB, far more than the 400.0MB estimated from the process's memory");
+	/* Without an estimate, only the structure is checked. */
+	CHECK(check_core(&c, c.ph[2].p_offset + 100 * GB, 0, why, sizeof(why)) == 0);
+	CHECK(store_size_bound(0) == 0);
+	CHECK(store_size_bound(400 * MB) == 800 * MB + 512ull * 1024 * 1024);
+}
+
+static void test_check_free(void)
+{
+	struct store_limits l = {.min_free_pct = 5.0};
+	char why[512];
+
+	CHECK(store_check_free(100 * GB, 10 * GB, &l, 1 * GB, "x", why, sizeof(why)) == 0);
+	CHECK(store_check_free(100 * GB, 10 * GB, &l, 6 * GB,
+	                       "the file system of /tmp in the mount namespace of process 7", why,
+	                       sizeof(why)) == -ENOSPC);
+	CHECK_STR(why, "the dump (estimated 6.0GB) would leave 4.0GB free on the file system of /tmp in the mount "
+	               "namespace of process 7 (4.0%), under the minimum 5% (--min-free)");
+}
+
 int main(void)
 {
+	test_core_check();
+	test_check_free();
 	test_admit();
 	test_scan();
 	test_estimate();

@@ -1,9 +1,76 @@
 /* Unit tests of the text helpers: strict UTF-8, UTF-16LE to UTF-8 with
- * surrogates and truncation on character boundaries, case folding. */
+ * surrogates and truncation on character boundaries, escaping for one line,
+ * case folding. */
 #include <string.h>
 
 #include "check.h"
 #include "dumpwatch/text.h"
+
+static const char *esc(const char *s, size_t len)
+{
+	static char out[512];
+	size_t need = text_escape(s, len, out, sizeof(out));
+	CHECK(need == strlen(out));
+	return out;
+}
+
+#define ESC(lit) esc(lit, sizeof(lit) - 1)
+
+static void test_escape(void)
+{
+	char small[8];
+
+	CHECK_STR(ESC("plain text, caf\xC3\xA9 \xF0\x9F\x98\x80"), "plain text, caf\xC3\xA9 \xF0\x9F\x98\x80");
+	CHECK_STR(ESC(""), "");
+	/* A forged journald line and terminal escapes stay on one line, visible. */
+	CHECK_STR(ESC("x\n<0>dumpwatch: rule X fired"), "x\\n<0>dumpwatch: rule X fired");
+	CHECK_STR(ESC("\x1b[31mred\x1b]0;title\x07"), "\\x1b[31mred\\x1b]0;title\\x07");
+	CHECK_STR(ESC("a\tb\rc\\d"), "a\\tb\\rc\\\\d");
+	CHECK_STR(ESC("\x00\x01\x1f\x7f"), "\\x00\\x01\\x1f\\x7f");
+	/* C1 controls (U+009B is CSI on some terminals), separators, bidi. */
+	CHECK_STR(ESC("\xC2\x9B"
+	              "1m\xC2\x85\xC2\xA0"),
+	          "\\u009b1m\\u0085\xC2\xA0");
+	CHECK_STR(ESC("\xE2\x80\xA8|\xE2\x80\xAE|\xE2\x81\xA6|\xD8\x9C"), "\\u2028|\\u202e|\\u2066|\\u061c");
+	/* Invalid UTF-8: each byte that begins no valid sequence. */
+	CHECK_STR(ESC("\xC3\x28\xFF"), "\\xc3(\\xff");
+	CHECK_STR(ESC("\xC0\xAF"), "\\xc0\\xaf");                   /* overlong */
+	CHECK_STR(ESC("\xED\xA0\x80"), "\\xed\\xa0\\x80");          /* surrogate */
+	CHECK_STR(ESC("ok\xE2\x82"), "ok\\xe2\\x82");               /* truncated */
+	CHECK_STR(ESC("\xF4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80"); /* > U+10FFFF */
+
+	/* Cut only between whole escapes or characters; the result says how
+	 * long the whole would be. */
+	CHECK(text_escape("ab\ncd", 5, small, 4) == 6);
+	CHECK_STR(small, "ab");
+	CHECK(text_escape("ab\ncd", 5, small, 5) == 6);
+	CHECK_STR(small, "ab\\n");
+	CHECK(text_escape("\xC3\xA9\xC3\xA9", 4, small, 4) == 4);
+	CHECK_STR(small, "\xC3\xA9");
+	CHECK(text_escape("x", 1, small, 0) == 1);
+	CHECK_STR(text_escape_str(NULL, small, sizeof(small)), "");
+	CHECK_STR(text_escape_str("a\x1b", small, sizeof(small)), "a\\x1b");
+
+	/* Every byte value, alone: the output is printable ASCII or valid UTF-8. */
+	for (unsigned b = 0; b < 256; b++) {
+		char in = (char)b, out[16];
+		text_escape(&in, 1, out, sizeof(out));
+		for (const char *c = out; *c; c++)
+			CHECK_MSG((unsigned char)*c >= 0x20 && (unsigned char)*c < 0x7F, "byte 0x%02x gave %s", b, out);
+	}
+
+	CHECK(text_is_control(0) && text_is_control(0x1F) && text_is_control(0x7F) && text_is_control(0x9F));
+	CHECK(!text_is_control(' ') && !text_is_control(0xA0) && !text_is_control(0xE9) && !text_is_control(0x1F600));
+
+	CHECK(text_utf8_trim("ab\xE2\x82", 4) == 2);
+	CHECK(text_utf8_trim("ab\xE2\x82\xAC", 5) == 5);
+	CHECK(text_utf8_trim("ab\xF0\x9F\x98", 5) == 2);
+	CHECK(text_utf8_trim("ab\xC3", 3) == 2);
+	CHECK(text_utf8_trim("ab\xFF", 3) == 3); /* invalid, not truncated: kept for the escape */
+	CHECK(text_utf8_trim("ab", 2) == 2);
+	CHECK(text_utf8_trim("", 0) == 0);
+	CHECK(text_utf8_trim("\x80\x80\x80\x80", 4) == 4);
+}
 
 int main(void)
 {
@@ -44,5 +111,6 @@ int main(void)
 	CHECK(text_lower('Q') == 'q' && text_lower('q') == 'q' && text_lower('1') == '1');
 	CHECK(text_eq_nocase("System.Runtime", "system.RUNTIME"));
 	CHECK(!text_eq_nocase("System.Runtime", "System.Runtim"));
+	test_escape();
 	return check_done();
 }
