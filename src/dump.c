@@ -405,6 +405,22 @@ static const char *type_flag(enum dump_type t)
 	}
 }
 
+/* The job's child (createdump, or the copy) is watched through a pidfd in
+ * job->fd; when that cannot be, the child is killed. 0 or -errno. */
+static int adopt_child(struct dump_job *job, pid_t child, const char *what, char *err, size_t errlen)
+{
+	job->child = child;
+	job->fd = (int)syscall(SYS_pidfd_open, child, 0);
+	if (job->fd >= 0)
+		return 0;
+	int e = errno;
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	job->child = 0;
+	snprintf(err, errlen, "cannot watch %s (pidfd_open): %s", what, strerror(e));
+	return -e;
+}
+
 /* createdump resolves its --name through a descriptor of the store it
  * inherits, so a directory swapped above the store cannot redirect what it
  * creates as root. */
@@ -444,17 +460,7 @@ static int start_exec(struct dump_job *job, char *err, size_t errlen)
 		execl(job->createdump, "createdump", "--name", name, type_flag(job->req.type), pidbuf, (char *)NULL);
 		_exit(127);
 	}
-	job->child = child;
-	job->fd = (int)syscall(SYS_pidfd_open, child, 0);
-	if (job->fd < 0) {
-		int e = errno;
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		job->child = 0;
-		snprintf(err, errlen, "cannot watch createdump (pidfd_open): %s", strerror(e));
-		return -e;
-	}
-	return 0;
+	return adopt_child(job, child, "createdump", err, errlen);
 }
 
 static int send_runtime(struct dump_job *job, char *err, size_t errlen)
@@ -1239,18 +1245,9 @@ static int start_copy(struct dump_job *job, int src, uint64_t n, char *err, size
 		snprintf(err, errlen, "cannot copy the dump into the store: %s", strerror(e));
 		return -e;
 	}
-	job->child = child;
 	job->bytes = n;
-	job->fd = (int)syscall(SYS_pidfd_open, child, 0);
-	if (job->fd < 0) {
-		int e = errno;
-		kill(child, SIGKILL);
-		waitpid(child, NULL, 0);
-		job->child = 0;
-		snprintf(err, errlen, "cannot watch the copy (pidfd_open): %s", strerror(e));
-		return -e;
-	}
-	return watch_job(job, err, errlen);
+	int r = adopt_child(job, child, "the copy", err, errlen);
+	return r < 0 ? r : watch_job(job, err, errlen);
 }
 
 /* Makes the staged file behind fd ours (root's 0600), so that its user can

@@ -220,3 +220,15 @@ copy_runtime() {
 	cp -a "$src/shared/Microsoft.NETCore.App" "$1/shared/"
 	RUNTIME_DIR=$(dirname "$(find "$1/shared/Microsoft.NETCore.App" -name libcoreclr.so | head -1)")
 }
+
+# user_runtime DIR: a home for a user's own .NET: a copy of the runtime in
+# DIR/rt whose createdump is moved aside to createdump.real (for the test to
+# replace), and of MemSpike in DIR/app, which APP then names. Sets
+# RUNTIME_DIR; the caller hands DIR to the user.
+user_runtime() {
+	mkdir -p "$1"
+	copy_runtime "$1/rt"
+	cp -r "$(dirname "$APP")" "$1/app"
+	APP="$1/app/$(basename "$APP")"
+	mv "$RUNTIME_DIR/createdump" "$RUNTIME_DIR/createdump.real"
+}

@@ -22,11 +22,8 @@ require_userns ATTACKER
 
 # The attacker's home: their runtime, their program, their script.
 H="$T/home"
+user_runtime "$H"
 mkdir -p "$H/marks"
-copy_runtime "$H/rt"
-cp -r "$(dirname "$APP")" "$H/app"
-APP="$H/app/$(basename "$APP")"
-mv "$RUNTIME_DIR/createdump" "$RUNTIME_DIR/createdump.real"
 cat >"$H/evil.sh" <<SH
 #!/bin/sh
 # Leaves a file owned by whoever runs it, then makes a real dump.

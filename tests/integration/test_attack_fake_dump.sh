@@ -18,11 +18,7 @@ make_user ATTACKER
 require_userns ATTACKER
 
 H="$T/home"
-mkdir -p "$H"
-copy_runtime "$H/rt"
-cp -r "$(dirname "$APP")" "$H/app"
-APP="$H/app/$(basename "$APP")"
-mv "$RUNTIME_DIR/createdump" "$RUNTIME_DIR/createdump.real"
+user_runtime "$H"
 cat >"$H/createdump" <<SH
 #!/bin/sh
 # The attacker's createdump: the runtime runs it as "createdump --name PATH --TYPE PID".
