@@ -58,6 +58,7 @@ struct dump_job {
 	int version;       /* IPC dump command version in flight */
 	pid_t child;       /* createdump child (exec path), or the copying child */
 	uint64_t estimate; /* the dump's expected size; 0: unknown */
+	uint64_t bound;    /* the largest file accepted as its dump; 0: unknown */
 	uint64_t bytes;    /* the staged file's checked size, while it is copied */
 	int out_fd;        /* createdump's standard output and error (a memfd), or -1 */
 	struct timespec started;
@@ -860,8 +861,11 @@ static int admit(struct dump_job *job, const struct dump_request *req, char *err
 		snprintf(err, errlen, "cannot read the dump directory %s: %s", job->dir, strerror(-r));
 		return r;
 	}
-	uint64_t estimate = store_estimate(req->pid, req->type);
-	job->estimate = estimate;
+	struct store_estimate est;
+	store_estimate(req->pid, req->type, &est);
+	uint64_t estimate = est.bytes;
+	job->estimate = est.bytes;
+	job->bound = est.bound;
 	r = store_admit(&s, &job->limits, estimate, &n_delete, why, sizeof(why));
 	if (r < 0) {
 		snprintf(err, errlen, "skipped: %s", why);
@@ -1160,7 +1164,7 @@ static void give_back(const struct dump_job *job, int fd)
 static int check_dump(struct dump_job *job, int fd, uint64_t size, char *err, size_t errlen)
 {
 	char why[512];
-	int r = store_check_core(fd, size, job->estimate, why, sizeof(why));
+	int r = store_check_core(fd, size, job->bound, why, sizeof(why));
 
 	if (r < 0)
 		snprintf(err, errlen, "%s is not published: %s", job->tmp_path, why);

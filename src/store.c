@@ -188,66 +188,94 @@ int store_admit(const struct store_state *s, const struct store_limits *l, uint6
 	return -ENOSPC;
 }
 
-/* A field of /proc/pid/smaps_rollup in bytes, or 0. */
-static uint64_t rollup_field(const char *buf, const char *key)
+void store_estimate_from_maps(const char *maps, size_t len, enum dump_type type, struct store_estimate *out)
 {
-	const char *p = strstr(buf, key);
-	unsigned long long kb;
+	uint64_t readable = 0, anon = 0;
+	const char *p = maps, *end = maps + len;
 
-	if (!p || sscanf(p + strlen(key), " %llu kB", &kb) != 1)
-		return 0;
-	return (uint64_t)kb * 1024;
-}
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl : end;
+		char line[256];
+		unsigned long long lo, hi, ino;
+		char perms[8];
+		size_t n = (size_t)(eol - p) < sizeof(line) - 1 ? (size_t)(eol - p) : sizeof(line) - 1;
 
-uint64_t store_estimate(pid_t pid, enum dump_type type)
-{
-	char path[64], buf[4096];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* Measured with MemSpike holding 300 MB of LOH on .NET 10.0.12: Rss
-	 * 408 MB, Anonymous 358 MB; createdump wrote 408 MB (--full), 365 MB
-	 * (--withheap), 6.3 MB (--normal and --triage). A heap dump is the
-	 * anonymous memory plus the runtime's images; a full one everything
-	 * resident. The small kinds grow with threads and modules, not heap. */
-	uint64_t rss = rollup_field(buf, "\nRss:"), anon = rollup_field(buf, "\nAnonymous:");
+		/* "lo-hi perms offset dev inode [path]": a mapping of no
+		 * file (inode 0) is anonymous memory: heaps, stacks. */
+		memcpy(line, p, n);
+		line[n] = '\0';
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %llu", &lo, &hi, perms, &ino) == 4 && hi > lo &&
+		    perms[0] == 'r') {
+			readable += hi - lo;
+			if (ino == 0)
+				anon += hi - lo;
+		}
+		p = eol + 1;
+	}
+	memset(out, 0, sizeof(*out));
+	if (!readable)
+		return;
 	switch (type) {
 	case DUMP_FULL:
-		return rss + rss / 10;
+		out->bytes = readable + readable / 10;
+		break;
 	case DUMP_WITHHEAP:
-		return anon + anon / 10 + 32u * 1024 * 1024;
+		out->bytes = anon + anon / 10 + 32u * 1024 * 1024;
+		break;
 	default:
-		return 64u * 1024 * 1024;
+		out->bytes = 64u * 1024 * 1024;
+		break;
 	}
+	out->bound = readable + readable / 4 + 256u * 1024 * 1024;
 }
 
-uint64_t store_size_bound(uint64_t estimate)
+/* /proc/PID/maps holds a line per mapping, at most vm.max_map_count (65530
+ * by default) of about 100 bytes. */
+#define MAPS_MAX (32u * 1024 * 1024)
+
+void store_estimate(pid_t pid, enum dump_type type, struct store_estimate *out)
 {
-	if (!estimate)
-		return 0;
-	if (estimate > UINT64_MAX / 4)
-		return UINT64_MAX;
-	return 2 * estimate + 512ull * 1024 * 1024;
+	char path[64], *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fd;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	for (;;) {
+		if (len == cap) {
+			char *nb;
+			if (cap >= MAPS_MAX)
+				break;
+			cap = cap ? cap * 2 : 64 * 1024;
+			nb = realloc(buf, cap);
+			if (!nb)
+				break;
+			buf = nb;
+		}
+		ssize_t n = read(fd, buf + len, cap - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (buf)
+		store_estimate_from_maps(buf, len, type, out);
+	free(buf);
 }
 
 /* The file ends within this of its last segment: createdump's end exactly
  * where its last segment does (seen with every dump type of .NET 10). */
 #define CORE_TAIL_MAX (1024u * 1024)
 
-int store_check_core(int fd, uint64_t size, uint64_t estimate, char *why, size_t whylen)
+int store_check_core(int fd, uint64_t size, uint64_t bound, char *why, size_t whylen)
 {
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph[256];
-	uint64_t phnum, end_max = 0, notes = 0, bound = store_size_bound(estimate);
+	uint64_t phnum, end_max = 0, notes = 0;
 	char a[32], b[32];
 
 	if (size < sizeof(eh) || pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
@@ -318,9 +346,9 @@ int store_check_core(int fd, uint64_t size, uint64_t estimate, char *why, size_t
 		return -EBADMSG;
 	}
 	if (bound && size > bound) {
-		snprintf(why, whylen, "it is %s, far more than the %s estimated from the process's memory",
+		snprintf(why, whylen, "it is %s, more than a dump of that process can be (at most %s)",
 		         units_format((double)size, UNIT_BYTES, a, sizeof(a)),
-		         units_format((double)estimate, UNIT_BYTES, b, sizeof(b)));
+		         units_format((double)bound, UNIT_BYTES, b, sizeof(b)));
 		return -EFBIG;
 	}
 	return 0;

@@ -55,9 +55,25 @@ void store_state_free(struct store_state *s);
 int store_admit(const struct store_state *s, const struct store_limits *l, uint64_t estimate, size_t *ret_n_delete,
                 char *why, size_t whylen);
 
-/* The size a dump of pid of the given type is expected to take, from its
- * memory (/proc/pid/smaps_rollup); 0 when it cannot be read. */
-uint64_t store_estimate(pid_t pid, enum dump_type type);
+/* What a dump of one process is expected to take, and the most it can: its
+ * memory as /proc/PID/maps lists it. createdump writes the pages of a
+ * mapping whether or not they were ever touched (the GC commits the large
+ * object heap without touching it, so resident figures can be a tenth of the
+ * dump), and nothing that is not mapped readable. */
+struct store_estimate {
+	uint64_t bytes; /* expected size of the dump; 0: unknown */
+	uint64_t bound; /* the largest file accepted as its dump; 0: unknown */
+};
+
+/* From the text of /proc/PID/maps (len bytes): a full dump is every readable
+ * mapping plus 10 %; a heap dump the readable anonymous mappings plus 10 %
+ * and 32 MiB of images; a triage or normal dump 64 MiB. The bound, for every
+ * type, is the readable mappings plus a quarter and 256 MiB (the process may
+ * still grow until createdump freezes it). Pure. */
+void store_estimate_from_maps(const char *maps, size_t len, enum dump_type type, struct store_estimate *out);
+
+/* The same for process pid; zeros when its maps cannot be read. */
+void store_estimate(pid_t pid, enum dump_type type, struct store_estimate *out);
 
 /* Whether the file behind fd (st from fstat) is a stored dump: regular, owned
  * by uid, an ELF core. */
@@ -70,20 +86,14 @@ int store_is_dump(int fd, uid_t uid);
 int store_check_free(uint64_t fs_bytes, uint64_t free_bytes, const struct store_limits *l, uint64_t estimate,
                      const char *where, char *why, size_t whylen);
 
-/* The largest file accepted as a dump estimated at estimate bytes: twice
- * the estimate and 512 MiB more (0: no bound, the estimate is unknown). The
- * estimate is taken just before the dump, and the process is frozen while
- * createdump writes it: a real dump does not come near this. */
-uint64_t store_size_bound(uint64_t estimate);
-
 /* Program headers read at most from one file: a core has one per mapping. */
 #define STORE_CORE_PHDRS_MAX (1u << 20)
 
 /* Checks that the size bytes behind fd hold what createdump writes: a 64-bit
  * little-endian ELF core (ET_CORE) whose program headers lie in the file, with
  * a note segment, every segment inside the file, the file ending within
- * 1 MiB of its last segment, and size within store_size_bound(estimate).
+ * 1 MiB of its last segment, and size at most bound (0: not checked).
  * 0, or -EBADMSG / -EFBIG / -errno with the reason in why. */
-int store_check_core(int fd, uint64_t size, uint64_t estimate, char *why, size_t whylen);
+int store_check_core(int fd, uint64_t size, uint64_t bound, char *why, size_t whylen);
 
 #endif

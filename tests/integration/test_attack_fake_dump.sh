@@ -102,7 +102,7 @@ for where in ${ATTACK_PLACES:-ns plain}; do
 	wait_journal attach 1 20 "\"pid\":$PID" || fail "$TAG not attached"
 	tagged_cmd "$TAG" "loh 300"
 	try "$TAG" sparse "is not published: it is not an ELF file (107374182400 bytes)"
-	try "$TAG" bigcore "is not published: it is 107.4GB, far more than the"
+	try "$TAG" bigcore "is not published: it is 107.4GB, more than a dump of that process can be"
 	try "$TAG" notcore "is not published: it is an ELF file but not a 64-bit core"
 	try "$TAG" open "is still open for writing by a process of uid $ATTACKER_UID; not published"
 	try "$TAG" real ""
