@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # (a) The threshold is crossed: exactly one dump, a valid ELF core of that pid,
-# journaled with its path and size; dumpwatch exits 0.
+# journaled with its path and size; dumpwatch exits 0. The heap holds 700 MB
+# of LOH the program never touched: the heap dump is several times the
+# process's resident memory, and is published all the same.
 source "$(dirname "$0")/lib.sh"
 start_app
 start_dw --pid "$APP_PID" --when 'loh-size > 200MB' --dump-dir "$DUMPS" --journal "$JOURNAL"
 wait_attached
-app_cmd "loh 300"
+app_cmd "loh 700"
 wait_dw 90
 [ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC, expected 0"
 [ "$(count_dumps)" -eq 1 ] || fail "expected exactly one dump, found $(count_dumps)"
@@ -17,6 +19,7 @@ MemSpike-"$APP_PID"-loh-size-gt-200MB-*.core) ;;
 *) fail "unexpected dump name $(basename "$core")" ;;
 esac
 [ "$(stat -c %a "$core")" = 600 ] || fail "dump mode is $(stat -c %a "$core"), expected 600"
+[ "$(stat -c %s "$core")" -gt 700000000 ] || fail "a heap dump of 700 MB of LOH is $(stat -c %s "$core") bytes"
 [ "$(journal_count fire)" -eq 1 ] || fail "expected one fire record"
 [ "$(journal_count dump)" -eq 1 ] || fail "expected one dump record"
 grep '"event":"dump"' "$JOURNAL" | grep -q "\"path\":\"$core\"" || fail "dump record lacks the path"
