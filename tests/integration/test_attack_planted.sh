@@ -29,40 +29,8 @@ cat >"$RULES/r.json" <<JSON
 JSON
 start_guard --socket-dir "$T/shared"
 
-# The planter: binds sockets at the paths given; "dead" ones are closed at
-# once (the file stays, nobody listens), "live" ones listen and log who
-# connects and how many bytes they send; "link" makes a symbolic link.
-cat >"$T/planter.py" <<'PY'
-import os, select, socket, struct, sys
-log = open(sys.argv[1], "a", buffering=1)
-live = {}
-for item in sys.argv[2:]:
-    kind, path = item.split(":", 1)
-    if kind == "link":
-        path, target = path.split(":", 1)
-        os.symlink(target, path)
-        continue
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind(path)
-    if kind == "dead":
-        s.close()
-    else:
-        s.listen(16)
-        live[s] = path
-log.write("ready\n")
-while live:
-    for s in select.select(list(live), [], [])[0]:
-        c, _ = s.accept()
-        pid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
-        c.settimeout(2)
-        try:
-            data = c.recv(4096)
-        except OSError:
-            data = b""
-        log.write("connection from %d to %s: %d bytes\n" % (pid, live[s], len(data)))
-        c.close()
-PY
-chmod 0644 "$T/planter.py"
+# The planter (tests/tools/planter.py), readable by the users who run it.
+install -m 0644 "$DW_SOURCE_DIR/tests/tools/planter.py" "$T/planter.py"
 
 # start_stopped NAME: the victim's MemSpike --tag $TAG-NAME, stopped before
 # its exec; sets VPID and VSTART (its pid and start time).

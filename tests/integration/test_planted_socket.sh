@@ -15,26 +15,8 @@ sock="/tmp/dotnet-diagnostic-$VICTIM-$start-socket"
 : >"$T/planter.log"
 chmod 0666 "$T/planter.log"
 # It logs who connects: other tests' daemons on this machine may, ours must not.
-cat >"$T/planter.py" <<PY
-import os, socket, struct
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind("$sock")
-s.listen(16)
-open("$T/planter.log", "a").write("ready\n")
-while True:
-    c, _ = s.accept()
-    pid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0]
-    c.settimeout(2)
-    try:
-        data = c.recv(4096)
-    except OSError:
-        data = b""
-    with open("$T/planter.log", "a") as f:
-        f.write("connection from %d: %d bytes\n" % (pid, len(data)))
-    c.close()
-PY
-chmod 0644 "$T/planter.py"
-setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 "$T/planter.py" &
+install -m 0644 "$DW_SOURCE_DIR/tests/tools/planter.py" "$T/planter.py"
+setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 "$T/planter.py" "$T/planter.log" "live:$sock" &
 PLANTER=$!
 PIDS+=("$PLANTER")
 wait_for "grep -q ready '$T/planter.log'" 10 || fail "planter did not start"
@@ -61,7 +43,7 @@ run_ours() {
 }
 no_connection_from_us() {
 	for p in "${OURS[@]}"; do
-		if grep -q "^connection from $p:" "$T/planter.log"; then
+		if grep -q "^connection from $p " "$T/planter.log"; then
 			fail "$1 connected to the planted socket: $(cat "$T/planter.log")"
 		fi
 	done
