@@ -1229,3 +1229,17 @@ int discovery_wait_exited(pid_t pid, unsigned long long starttime, int timeout_m
 	close(fd);
 	return r > 0 || discovery_exited(pid, starttime);
 }
+
+void discovery_skip_add(struct dn_sock_id *skip, size_t *n, size_t max, struct dn_sock_id id)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (skip[i].dev == id.dev && skip[i].ino == id.ino)
+			return;
+	if (max == 0)
+		return;
+	if (*n >= max) {
+		memmove(skip, skip + 1, (max - 1) * sizeof(*skip));
+		*n = max - 1;
+	}
+	skip[(*n)++] = id;
+}

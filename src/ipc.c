@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -820,38 +821,435 @@ static int refused(const struct ipc_reply *reply, const char *what, char *err, s
 	return -EBADMSG;
 }
 
+/* --- non-blocking requests --- */
+
+enum { OP_IDLE = 0, OP_CONNECT, OP_SEND, OP_HEADER, OP_PAYLOAD, OP_DONE };
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The command's name for messages. */
+static const char *op_name(const struct ipc_op *op)
+{
+	static const char *const info[] = {"", "ProcessInfo", "ProcessInfo2", "ProcessInfo3"};
+	static const char *const collect[] = {
+	    "", "CollectTracing", "CollectTracing2", "CollectTracing3", "CollectTracing4", "CollectTracing5"};
+
+	switch (op->kind) {
+	case IPC_OP_PROCESS_INFO:
+		return op->version >= 1 && op->version <= 3 ? info[op->version] : "ProcessInfo";
+	case IPC_OP_COLLECT_TRACING:
+		return op->version >= 1 && op->version <= 5 ? collect[op->version] : "CollectTracing";
+	case IPC_OP_STOP_TRACING:
+		return "StopTracing";
+	}
+	return "request";
+}
+
+static void op_close(struct ipc_op *op)
+{
+	if (op->phase != OP_IDLE && op->fd >= 0)
+		close(op->fd);
+	if (op->phase != OP_IDLE && op->dirfd >= 0)
+		close(op->dirfd);
+	op->fd = op->dirfd = -1;
+}
+
+void ipc_op_clear(struct ipc_op *op)
+{
+	if (!op)
+		return;
+	op_close(op);
+	if (op->phase != OP_IDLE && op->stream_fd >= 0)
+		close(op->stream_fd);
+	op->stream_fd = -1;
+	ipc_buf_free(&op->req);
+	free(op->reply);
+	op->reply = NULL;
+	op->phase = OP_IDLE;
+}
+
+static int op_fail(struct ipc_op *op, int r)
+{
+	op_close(op);
+	op->phase = OP_DONE;
+	return r;
+}
+
+/* Builds the request of the current version. */
+static int op_build(struct ipc_op *op)
+{
+	switch (op->kind) {
+	case IPC_OP_PROCESS_INFO:
+		return ipc_build_process_info(op->version, &op->req);
+	case IPC_OP_COLLECT_TRACING:
+		return ipc_build_collect_tracing(op->version, op->buffer_mb, op->providers, op->n_providers, &op->req);
+	case IPC_OP_STOP_TRACING:
+		return ipc_build_stop_tracing(op->stop_session, &op->req);
+	}
+	return -EINVAL;
+}
+
+/* One attempt: a new connection for the current version. */
+static int op_attempt(struct ipc_op *op, int64_t now)
+{
+	int r;
+
+	op_close(op);
+	op->attempt++;
+	op->sent = op->got = 0;
+	op->retry_ns = 0;
+	op->deadline_ns = now + (int64_t)op->timeout_ms * 1000000LL;
+	if ((r = op_build(op)) < 0) {
+		if (op->kind == IPC_OP_COLLECT_TRACING)
+			snprintf(op->err, sizeof(op->err),
+			         "%s: invalid request (a provider needs a name in UTF-8 and a level 0-5, the buffer at "
+			         "least 1 MB, the message at most 64 KiB)",
+			         op_name(op));
+		else
+			snprintf(op->err, sizeof(op->err), "%s: cannot build the request", op_name(op));
+		return op_fail(op, r);
+	}
+	op->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (op->fd < 0) {
+		r = -errno;
+		snprintf(op->err, sizeof(op->err), "%s: socket: %s", op_name(op), strerror(-r));
+		return op_fail(op, r);
+	}
+	op->phase = OP_CONNECT;
+	return 0;
+}
+
+/* The address to connect to: a path longer than sun_path is reached through
+ * its directory, opened O_PATH once per attempt. */
+static int op_address(struct ipc_op *op, struct sockaddr_un *sa)
+{
+	size_t plen = strlen(op->path);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (plen == 0)
+		return -EINVAL;
+	if (plen < sizeof(sa->sun_path)) {
+		memcpy(sa->sun_path, op->path, plen + 1);
+		return 0;
+	}
+	const char *slash = strrchr(op->path, '/');
+	char dir[PATH_MAX];
+	size_t dlen;
+	int n;
+
+	if (!slash || slash == op->path || (dlen = (size_t)(slash - op->path)) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	if (op->dirfd < 0) {
+		memcpy(dir, op->path, dlen);
+		dir[dlen] = '\0';
+		op->dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (op->dirfd < 0)
+			return -errno;
+	}
+	n = snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", op->dirfd, slash + 1);
+	if (n < 0 || (size_t)n >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* A failure of the transport, with the sentence describe_transport gives. */
+static int op_transport_fail(struct ipc_op *op, int r, const struct ucred *seen)
+{
+	describe_transport(op->err, sizeof(op->err), op_name(op), &op->ep, r, op->timeout_ms, seen);
+	return op_fail(op, r);
+}
+
+static int op_start(struct ipc_op *op, enum ipc_op_kind kind, int version, const struct ipc_endpoint *ep,
+                    int timeout_ms)
+{
+	ipc_op_clear(op);
+	op->kind = kind;
+	op->version = version;
+	op->fd = op->dirfd = op->stream_fd = -1;
+	op->err[0] = '\0';
+	op->timeout_ms = timeout_ms;
+	if (!ep || !ep->path || snprintf(op->path, sizeof(op->path), "%s", ep->path) >= (int)sizeof(op->path)) {
+		snprintf(op->err, sizeof(op->err), "%s: no usable socket path", op_name(op));
+		op->phase = OP_DONE;
+		return -EINVAL;
+	}
+	op->ep = *ep;
+	op->ep.path = op->path;
+	op->reply = malloc(sizeof(*op->reply));
+	if (!op->reply) {
+		snprintf(op->err, sizeof(op->err), "out of memory");
+		op->phase = OP_DONE;
+		return -ENOMEM;
+	}
+	return op_attempt(op, mono_ns());
+}
+
+int ipc_op_process_info(struct ipc_op *op, const struct ipc_endpoint *ep, int timeout_ms)
+{
+	return op_start(op, IPC_OP_PROCESS_INFO, 3, ep, timeout_ms);
+}
+
+int ipc_op_collect_tracing(struct ipc_op *op, const struct ipc_endpoint *ep, const struct ipc_provider *providers,
+                           size_t n, uint32_t buffer_mb, int timeout_ms)
+{
+	ipc_op_clear(op);
+	op->fd = op->dirfd = op->stream_fd = -1;
+	if (n > IPC_OP_MAX_PROVIDERS || (n && !providers)) {
+		op->kind = IPC_OP_COLLECT_TRACING;
+		snprintf(op->err, sizeof(op->err), "CollectTracing: at most %d providers", IPC_OP_MAX_PROVIDERS);
+		op->phase = OP_DONE;
+		return -EINVAL;
+	}
+	op->n_providers = n;
+	op->buffer_mb = buffer_mb;
+	for (size_t i = 0; i < n; i++) {
+		op->providers[i] = providers[i];
+		if (providers[i].name) {
+			snprintf(op->names[i], sizeof(op->names[i]), "%s", providers[i].name);
+			op->providers[i].name = op->names[i];
+		}
+		if (providers[i].args) {
+			snprintf(op->args[i], sizeof(op->args[i]), "%s", providers[i].args);
+			op->providers[i].args = op->args[i];
+		}
+	}
+	return op_start(op, IPC_OP_COLLECT_TRACING, 5, ep, timeout_ms);
+}
+
+int ipc_op_stop_tracing(struct ipc_op *op, const struct ipc_endpoint *ep, uint64_t session_id, int timeout_ms)
+{
+	op->stop_session = session_id;
+	return op_start(op, IPC_OP_STOP_TRACING, 1, ep, timeout_ms);
+}
+
+/* The reply is complete: act on it. 1 done, 0 another attempt started,
+ * -errno failed. */
+static int op_reply(struct ipc_op *op, int64_t now)
+{
+	struct ipc_reply *reply = op->reply;
+
+	if (is_unknown_command(reply) && op->version > 1 && op->kind != IPC_OP_STOP_TRACING) {
+		/* A runtime that does not know this generation: the one before. */
+		op->version--;
+		return op_attempt(op, now);
+	}
+	if (!is_ok(reply)) {
+		int r = refused(reply, op_name(op), op->err, sizeof(op->err));
+		return op_fail(op, r);
+	}
+	switch (op->kind) {
+	case IPC_OP_PROCESS_INFO:
+		if (ipc_parse_process_info(op->version, reply->payload, reply->payload_len, &op->info) < 0) {
+			snprintf(op->err, sizeof(op->err), "%s: the runtime's reply on %.400s is malformed",
+			         op_name(op), op->path);
+			return op_fail(op, -EBADMSG);
+		}
+		break;
+	case IPC_OP_COLLECT_TRACING: {
+		struct rd rd = {reply->payload, reply->payload_len, 0};
+		if (rd_u64(&rd, &op->session_id) < 0) {
+			snprintf(op->err, sizeof(op->err), "%s: the runtime's reply has no session id", op_name(op));
+			return op_fail(op, -EBADMSG);
+		}
+		/* The trace follows on this connection. */
+		op->stream_fd = op->fd;
+		op->fd = -1;
+		break;
+	}
+	case IPC_OP_STOP_TRACING:
+		break;
+	}
+	op_close(op);
+	op->phase = OP_DONE;
+	return 1;
+}
+
+int ipc_op_step(struct ipc_op *op, int64_t now)
+{
+	for (;;) {
+		switch (op->phase) {
+		case OP_IDLE:
+			return -EINVAL;
+		case OP_DONE:
+			return op->err[0] ? -EIO : 1;
+		case OP_CONNECT: {
+			struct sockaddr_un sa;
+			struct ucred seen = {0};
+			int r;
+
+			if (op->retry_ns && now < op->retry_ns) {
+				if (now >= op->deadline_ns)
+					return op_transport_fail(op, -ETIMEDOUT, NULL);
+				return 0;
+			}
+			if ((r = op_address(op, &sa)) < 0)
+				return op_transport_fail(op, r, NULL);
+			if (connect(op->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EISCONN) {
+				if (errno == EAGAIN || errno == EINTR) {
+					/* A full backlog: a unix socket does not complete the
+					 * connection later by itself; try again shortly. */
+					if (now >= op->deadline_ns)
+						return op_transport_fail(op, -ETIMEDOUT, NULL);
+					op->retry_ns = now + 10000000LL;
+					return 0;
+				}
+				if (errno == EINPROGRESS || errno == EALREADY) {
+					op->retry_ns = now + 10000000LL;
+					return 0;
+				}
+				return op_transport_fail(op, -errno, NULL);
+			}
+			op->retry_ns = 0;
+			if (op->dirfd >= 0) {
+				close(op->dirfd);
+				op->dirfd = -1;
+			}
+			if ((r = check_peer(op->fd, &op->ep, &seen)) < 0)
+				return op_transport_fail(op, r, &seen);
+			op->phase = OP_SEND;
+			continue;
+		}
+		case OP_SEND: {
+			ssize_t w =
+			    send(op->fd, op->req.data + op->sent, op->req.len - op->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno == EAGAIN || errno == EWOULDBLOCK)
+					goto wait;
+				return op_transport_fail(op, -errno, NULL);
+			}
+			op->sent += (size_t)w;
+			if (op->sent == op->req.len) {
+				op->phase = OP_HEADER;
+				op->got = 0;
+			}
+			continue;
+		}
+		case OP_HEADER:
+		case OP_PAYLOAD: {
+			int hdr = op->phase == OP_HEADER;
+			size_t need = hdr ? IPC_HEADER_SIZE : op->reply->payload_len;
+			uint8_t *dst = hdr ? op->hdr : op->reply->payload;
+			ssize_t k;
+
+			if (op->got < need) {
+				/* Exactly what the reply holds: a trace stream may follow. */
+				k = recv(op->fd, dst + op->got, need - op->got, MSG_DONTWAIT);
+				if (k < 0) {
+					if (errno == EINTR)
+						continue;
+					if (errno == EAGAIN || errno == EWOULDBLOCK)
+						goto wait;
+					return op_transport_fail(op, -errno, NULL);
+				}
+				if (k == 0)
+					return op_transport_fail(op, hdr && op->got == 0 ? -ECONNRESET : -EBADMSG,
+					                         NULL);
+				op->got += (size_t)k;
+				continue;
+			}
+			if (hdr) {
+				int size = ipc_parse_header(op->hdr, sizeof(op->hdr), NULL, NULL);
+				if (size < 0)
+					return op_transport_fail(op, size, NULL);
+				op->reply->payload_len = (size_t)size - IPC_HEADER_SIZE;
+				op->phase = OP_PAYLOAD;
+				op->got = 0;
+				continue;
+			}
+			if (reply_finish(op->hdr, op->reply) < 0)
+				return op_transport_fail(op, -EBADMSG, NULL);
+			int r = op_reply(op, now);
+			if (r != 0)
+				return r;
+			continue; /* the next version's attempt */
+		}
+		}
+	}
+wait:
+	if (now >= op->deadline_ns)
+		return op_transport_fail(op, -ETIMEDOUT, NULL);
+	return 0;
+}
+
+int ipc_op_fd(const struct ipc_op *op)
+{
+	if (op->phase == OP_CONNECT && op->retry_ns)
+		return -1;
+	return op->phase == OP_CONNECT || op->phase == OP_SEND || op->phase == OP_HEADER || op->phase == OP_PAYLOAD
+	           ? op->fd
+	           : -1;
+}
+
+uint32_t ipc_op_events(const struct ipc_op *op)
+{
+	return op->phase == OP_CONNECT || op->phase == OP_SEND ? EPOLLOUT : EPOLLIN;
+}
+
+int64_t ipc_op_wake(const struct ipc_op *op)
+{
+	if (op->phase == OP_CONNECT && op->retry_ns && op->retry_ns < op->deadline_ns)
+		return op->retry_ns;
+	return op->deadline_ns;
+}
+
+int ipc_op_take_stream(struct ipc_op *op)
+{
+	int fd = op->phase == OP_DONE ? op->stream_fd : -1;
+
+	if (fd >= 0) {
+		op->stream_fd = -1;
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	}
+	return fd;
+}
+
+/* Runs op to its end under poll(): the blocking calls. */
+static int op_run(struct ipc_op *op, int r)
+{
+	while (r == 0) {
+		int64_t now = mono_ns();
+		r = ipc_op_step(op, now);
+		if (r != 0)
+			break;
+		int fd = ipc_op_fd(op);
+		int64_t wait_ns = ipc_op_wake(op) - now;
+		int ms = wait_ns <= 0 ? 0 : (int)((wait_ns + 999999) / 1000000);
+		if (fd >= 0) {
+			struct pollfd p = {.fd = fd,
+			                   .events = (short)(ipc_op_events(op) == EPOLLOUT ? POLLOUT : POLLIN)};
+			poll(&p, 1, ms);
+		} else {
+			struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+			nanosleep(&ts, NULL);
+		}
+	}
+	return r < 0 ? r : 0;
+}
+
 int ipc_process_info(const struct ipc_endpoint *ep, int timeout_ms, struct ipc_process_info *out, char *err,
                      size_t errlen)
 {
-	struct ucred seen = {0};
-	static const char *const names[] = {"", "ProcessInfo", "ProcessInfo2", "ProcessInfo3"};
-	struct ipc_buf req = {0};
-	struct ipc_reply *reply = malloc(sizeof(*reply));
-	int r = -EOPNOTSUPP;
+	struct ipc_op *op = calloc(1, sizeof(*op));
+	int r;
 
-	if (!reply)
+	if (!op)
 		return -ENOMEM;
-	for (int v = 3; v >= 1; v--) {
-		if ((r = ipc_build_process_info(v, &req)) < 0)
-			break;
-		r = transact_until(ep, &req, deadline_after(timeout_ms), reply, NULL, &seen);
-		if (r < 0) {
-			describe_transport(err, errlen, names[v], ep, r, timeout_ms, &seen);
-			break;
-		}
-		if (is_unknown_command(reply) && v > 1)
-			continue;
-		if (!is_ok(reply)) {
-			r = refused(reply, names[v], err, errlen);
-			break;
-		}
-		r = ipc_parse_process_info(v, reply->payload, reply->payload_len, out);
-		if (r < 0 && err && errlen)
-			snprintf(err, errlen, "%s: the runtime's reply on %s is malformed", names[v], ep->path);
-		break;
-	}
-	ipc_buf_free(&req);
-	free(reply);
+	r = op_run(op, ipc_op_process_info(op, ep, timeout_ms));
+	if (r == 0)
+		*out = op->info;
+	else if (err && errlen)
+		snprintf(err, errlen, "%s", op->err);
+	ipc_op_clear(op);
+	free(op);
 	return r;
 }
 
@@ -859,92 +1257,40 @@ int ipc_collect_tracing(const struct ipc_endpoint *ep, const struct ipc_provider
                         uint32_t buffer_mb, int timeout_ms, int *ret_fd, uint64_t *ret_session, char *err,
                         size_t errlen)
 {
-	struct ucred seen = {0};
-	static const char *const names[] = {
-	    "", "CollectTracing", "CollectTracing2", "CollectTracing3", "CollectTracing4", "CollectTracing5"};
-	struct ipc_buf req = {0};
-	struct ipc_reply *reply;
-	int r = -EOPNOTSUPP, fd = -1;
+	struct ipc_op *op;
+	int r;
 
 	if (ret_fd)
 		*ret_fd = -1;
 	if (!ret_fd || !ret_session)
 		return -EINVAL;
-	reply = malloc(sizeof(*reply));
-	if (!reply)
+	op = calloc(1, sizeof(*op));
+	if (!op)
 		return -ENOMEM;
-	/* Newest first; a runtime that does not know a version answers
-	 * UnknownCommand (measured on .NET 10.0.12 for an unknown EventPipe
-	 * id) and we try the one before. .NET 10.0.12 accepts all five.
-	 * CollectTracing1 cannot turn rundown off: at StopTracing the runtime
-	 * writes the rundown (~250 KB for a small app) into the stream and
-	 * answers the stop only once that is written, so a caller must drain
-	 * the stream while it waits for the stop reply. */
-	for (int v = 5; v >= 1; v--) {
-		uint64_t session = 0;
-		struct rd rd;
-
-		if ((r = ipc_build_collect_tracing(v, buffer_mb, providers, n, &req)) < 0) {
-			if (err && errlen)
-				snprintf(err, errlen,
-				         "%s: invalid request (a provider needs a name in UTF-8 and a level 0-5, "
-				         "the buffer at least 1 MB, the message at most 64 KiB)",
-				         names[v]);
-			break;
-		}
-		r = transact_until(ep, &req, deadline_after(timeout_ms), reply, &fd, &seen);
-		if (r < 0) {
-			describe_transport(err, errlen, names[v], ep, r, timeout_ms, &seen);
-			break;
-		}
-		if (is_unknown_command(reply) && v > 1) {
-			close(fd);
-			fd = -1;
-			continue;
-		}
-		if (!is_ok(reply)) {
-			r = refused(reply, names[v], err, errlen);
-			break;
-		}
-		rd = (struct rd){reply->payload, reply->payload_len, 0};
-		if (rd_u64(&rd, &session) < 0) {
-			r = -EBADMSG;
-			if (err && errlen)
-				snprintf(err, errlen, "%s: the runtime's reply has no session id", names[v]);
-			break;
-		}
-		*ret_fd = fd;
-		*ret_session = session;
-		fd = -1;
-		r = 0;
-		break;
+	r = op_run(op, ipc_op_collect_tracing(op, ep, providers, n, buffer_mb, timeout_ms));
+	if (r == 0) {
+		*ret_fd = ipc_op_take_stream(op);
+		*ret_session = op->session_id;
+	} else if (err && errlen) {
+		snprintf(err, errlen, "%s", op->err);
 	}
-	if (fd >= 0)
-		close(fd);
-	ipc_buf_free(&req);
-	free(reply);
+	ipc_op_clear(op);
+	free(op);
 	return r;
 }
 
 int ipc_stop_tracing(const struct ipc_endpoint *ep, uint64_t session_id, int timeout_ms, char *err, size_t errlen)
 {
-	struct ucred seen = {0};
-	struct ipc_buf req = {0};
-	struct ipc_reply *reply = malloc(sizeof(*reply));
+	struct ipc_op *op = calloc(1, sizeof(*op));
 	int r;
 
-	if (!reply)
+	if (!op)
 		return -ENOMEM;
-	r = ipc_build_stop_tracing(session_id, &req);
-	if (r == 0) {
-		r = transact_until(ep, &req, deadline_after(timeout_ms), reply, NULL, &seen);
-		if (r < 0)
-			describe_transport(err, errlen, "StopTracing", ep, r, timeout_ms, &seen);
-		else if (!is_ok(reply))
-			r = refused(reply, "StopTracing", err, errlen);
-	}
-	ipc_buf_free(&req);
-	free(reply);
+	r = op_run(op, ipc_op_stop_tracing(op, ep, session_id, timeout_ms));
+	if (r < 0 && err && errlen)
+		snprintf(err, errlen, "%s", op->err);
+	ipc_op_clear(op);
+	free(op);
 	return r;
 }
 

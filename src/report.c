@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "dumpwatch/log.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
 
@@ -118,4 +119,64 @@ void report_verbose_event(FILE *out, struct report_verbose *v, const char *prefi
 		return;
 	}
 	fflush(out);
+}
+
+void report_ruleset(struct journal *journal, const struct ruleset_change *c)
+{
+	struct json_object *rec = json_object_new_object();
+
+	switch (c->kind) {
+	case RULESET_LOADED: {
+		struct json_object *names = json_object_new_array();
+		for (size_t i = 0; i < c->n_rules; i++)
+			json_object_array_add(names, json_object_new_string(c->rules[i].rule.name));
+		json_object_object_add(rec, "file", json_object_new_string(c->file));
+		json_object_object_add(rec, "rules", names);
+		journal_write(journal, "rules-loaded", rec);
+		log_info("rules: loaded %s (%zu rule%s)", c->file, c->n_rules, c->n_rules == 1 ? "" : "s");
+		break;
+	}
+	case RULESET_REJECTED: {
+		struct json_object *errs = json_object_new_array();
+		for (size_t i = 0; i < c->n_diags; i++) {
+			json_object_array_add(errs, json_object_new_string(c->diags[i]));
+			log_error("%s", c->diags[i]);
+		}
+		json_object_object_add(rec, "file", json_object_new_string(c->file));
+		json_object_object_add(rec, "errors", errs);
+		json_object_object_add(rec, "kept_last_good", json_object_new_boolean(c->kept_last_good));
+		if (c->refused) {
+			json_object_object_add(rec, "refused", json_object_new_boolean(1));
+			json_object_object_add(rec, "withdrawn_rules",
+			                       json_object_new_int64((int64_t)c->withdrawn_rules));
+		}
+		journal_write(journal, "rules-rejected", rec);
+		if (c->refused)
+			break; /* its one line, "FILE: refused: REASON", is said */
+		if (c->kept_last_good)
+			log_warn("rules: %s rejected; its last good version (%zu rule%s) stays in force", c->file,
+			         c->kept_rules, c->kept_rules == 1 ? "" : "s");
+		else
+			log_warn("rules: %s rejected, ignoring it until it is fixed", c->file);
+		break;
+	}
+	case RULESET_REMOVED:
+		json_object_object_add(rec, "file", json_object_new_string(c->file));
+		journal_write(journal, "rules-removed", rec);
+		log_info("rules: %s removed; its rules are withdrawn", c->file);
+		break;
+	case RULESET_DIR_GONE:
+		json_object_object_add(rec, "dir", json_object_new_string(c->dir));
+		journal_write(journal, "rules-dir-gone", rec);
+		log_warn("rules: directory %s is missing; no rules in force until it appears", c->dir);
+		break;
+	case RULESET_DIR_BACK:
+		json_object_object_add(rec, "dir", json_object_new_string(c->dir));
+		journal_write(journal, "rules-dir-back", rec);
+		log_info("rules: directory %s is back", c->dir);
+		break;
+	default:
+		json_object_put(rec);
+		break;
+	}
 }

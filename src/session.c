@@ -206,6 +206,30 @@ int session_start(struct session *s, const struct session_subscription *sub, cha
 	return 0;
 }
 
+void session_set_stream(struct session *s, int fd, uint64_t session_id, const struct ipc_process_info *info)
+{
+	if (info) {
+		s->info = *info;
+		discovery_process_name(&s->target, s->info.entry_assembly, s->name, sizeof(s->name));
+	}
+	s->fd = fd;
+	s->session_id = session_id;
+	fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
+	s->started = 1;
+	s->read_ns = loop_now();
+}
+
+int session_take_stream(struct session *s, uint64_t *ret_session_id)
+{
+	int fd = s->fd;
+
+	if (ret_session_id)
+		*ret_session_id = s->session_id;
+	s->fd = -1;
+	s->started = 0;
+	return fd;
+}
+
 int session_fd(const struct session *s)
 {
 	return s->fd;

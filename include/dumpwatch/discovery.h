@@ -22,6 +22,10 @@ struct dn_sock_id {
 	ino_t ino;
 };
 
+/* Adds id to a list of at most max sockets to skip (the oldest goes when it
+ * is full); an id already there is not added twice. */
+void discovery_skip_add(struct dn_sock_id *skip, size_t *n, size_t max, struct dn_sock_id id);
+
 struct dn_target {
 	pid_t pid;                    /* host pid */
 	pid_t nspid;                  /* pid inside its own pid namespace (== pid when not in a container) */

@@ -9,8 +9,10 @@
 
 #include "dumpwatch/dump.h"
 #include "dumpwatch/events.h"
+#include "dumpwatch/journal.h"
 #include "dumpwatch/metrics.h"
 #include "dumpwatch/rules.h"
+#include "dumpwatch/ruleset.h"
 
 /* A JSON number with the given decimals (negative: 15 significant digits),
  * not with the 17 digits a double would otherwise get. */
@@ -37,5 +39,9 @@ struct report_verbose {
  * prefix ("" or "pid 4807: "). */
 void report_verbose_event(FILE *out, struct report_verbose *v, const char *prefix, const struct metrics *m,
                           const struct ev_record *r, int64_t t_ns);
+
+/* Journals and logs a change of the rules directory (loaded, rejected,
+ * removed, the directory gone or back): one record and one line each. */
+void report_ruleset(struct journal *journal, const struct ruleset_change *c);
 
 #endif

@@ -56,6 +56,15 @@ void session_free(struct session *s);
  * -errno with a sentence in err. */
 int session_start(struct session *s, const struct session_subscription *sub, char *err, size_t errlen);
 
+/* Hands s a trace stream whose handshake was done elsewhere (target.c, on
+ * the loop): the connection that follows CollectTracing's reply (made
+ * non-blocking here), its session id, and the runtime's process info. */
+void session_set_stream(struct session *s, int fd, uint64_t session_id, const struct ipc_process_info *info);
+
+/* Takes the stream out of s (for stopping it elsewhere): its descriptor, -1
+ * when none; s no longer stops or closes it. */
+int session_take_stream(struct session *s, uint64_t *ret_session_id);
+
 /* The stream descriptor (nonblocking), -1 before start. */
 int session_fd(const struct session *s);
 

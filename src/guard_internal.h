@@ -1,0 +1,178 @@
+/* What the guard's files share (guard.c, guard_find.c, guard_state.c): the
+ * guard's state and the process table. Not a public header. */
+#ifndef DUMPWATCH_GUARD_INTERNAL_H
+#define DUMPWATCH_GUARD_INTERNAL_H
+
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dumpwatch/discovery.h"
+#include "dumpwatch/fds.h"
+#include "dumpwatch/guard.h"
+#include "dumpwatch/journal.h"
+#include "dumpwatch/loop.h"
+#include "dumpwatch/ruleset.h"
+#include "dumpwatch/state.h"
+#include "dumpwatch/target.h"
+
+#define GUARD_LIGHT_SCAN_NS 1000000000LL        /* probe pids not seen before */
+#define GUARD_LIGHT_SOON_NS 200000000LL         /* least time between light scans asked for by names */
+#define GUARD_LIGHT_PROBES_MAX 512              /* pids probed per light scan; the rest next time */
+#define GUARD_SWEEP_NS 30000000000LL            /* full scan */
+#define GUARD_SWEEP_SOON_NS 5000000000LL        /* least time between full scans after lost events */
+#define GUARD_CHECK_DELAY_NS 20000000LL         /* a name appeared: look then (bind, then listen) */
+#define GUARD_PID_RECHECK_NS 100000000LL        /* one pid looked at no more often */
+#define GUARD_CHECKS_PER_SEC 2000               /* pids looked at per second, at most */
+#define GUARD_CHECKS_BURST 200                  /* ... and per turn */
+#define GUARD_PEND_MAX 8192                     /* pids waiting to be looked at */
+#define GUARD_CAND_BACKOFF_MIN_NS 50000000LL    /* a candidate refused or dead: look again after */
+#define GUARD_CAND_BACKOFF_MAX_NS 30000000000LL /* ... backing off to */
+#define GUARD_HINTS_MAX 4                       /* names of one pid remembered until it is looked at */
+#define GUARD_SKIP_MAX 4                        /* sockets of one process found served by someone else */
+#define GUARD_WARNED_MAX 256                    /* (process, path) pairs whose refusal was logged */
+#define GUARD_WARN_WINDOW_NS 60000000000LL      /* refusals logged per window, at most ... */
+#define GUARD_WARN_PER_WINDOW 20
+#define GUARD_YOUNG_NS 5000000000LL /* a pid without socket is probed again for this long */
+/* Descriptors an attached process holds: its event stream and its pidfd. */
+#define GUARD_FDS_PER_PROCESS 2
+/* Kept free for what must never fail for want of a descriptor: discovery
+ * (/proc, a socket directory, a /proc file: 3), a ProcessInfo connection
+ * (and the directory of a long path: 2), the state file (the new file and
+ * its directory: 2) and one dump (store and staging directories, the IPC
+ * connection or pidfd, an epoll, a timer, the partial file, a store listing
+ * and a file in it: 8): 15, doubled. The journal's descriptor is held from
+ * the start. */
+#define GUARD_FDS_RESERVE 32
+/* Below the limit by more than this (estimated), descriptors are not counted. */
+#define GUARD_FDS_SLACK 64
+#define GUARD_FDS_RECOUNT_NS 100000000LL
+#define GUARD_WATCHES_MAX 1024
+#define GUARD_IDLE_TICK_NS 1000000000LL /* the guard's own timer when nothing is due */
+
+struct guard;
+
+/* A .NET process found. Its attachment, evaluation and dumps are its
+ * target's (target.h); the guard decides its rules and when it may attach. */
+struct proc {
+	struct guard *g;
+	struct dn_target t; /* as found (the key: pid and start time) */
+	struct target *tg;
+	int fd_wait;   /* not attached: the descriptor reserve was reached */
+	int seen_scan; /* found by the current full scan */
+};
+
+struct seen_pid {
+	pid_t pid;
+	int64_t first_ns;
+};
+
+struct watch_dir {
+	int wd;
+	int ns_dir; /* under /proc/PID/root: names carry pids of another namespace */
+	char path[DISCOVERY_SOCK_MAX];
+};
+
+/* A pid to look at that is not in the process table: a name of it appeared
+ * (due a moment later), or its last candidate was refused or dead (due after
+ * a backoff). */
+struct pend {
+	pid_t pid;                    /* 0: free slot */
+	unsigned long long starttime; /* the process the backoff and skips are about; 0: not known */
+	int64_t due_ns;               /* 0: not scheduled */
+	int64_t last_ns;              /* last look */
+	int64_t backoff_ns;           /* 0: no candidate failed */
+	size_t n_hints, next_hint;    /* the last names seen of it: */
+	pid_t hint_nspid[GUARD_HINTS_MAX];
+	unsigned long long hint_key[GUARD_HINTS_MAX];
+	struct dn_sock_id skip[GUARD_SKIP_MAX];
+	size_t n_skip;
+};
+
+/* Open addressing on pid, linear probing, deletion by backward shift. */
+struct pend_table {
+	struct pend *slot;
+	size_t cap, n; /* cap: a power of two, or 0 */
+	size_t cursor; /* where the next pass starts, so that all are served in turn */
+};
+
+struct warned {
+	pid_t pid;
+	unsigned long long starttime;
+	uint64_t path_hash;
+};
+
+struct guard {
+	const struct guard_options *o;
+	struct target_config tcfg;
+	struct loop *loop;
+	struct journal *journal;
+	struct ruleset *rs;
+	int inofd;
+	struct proc **procs;
+	size_t n_procs, cap_procs;
+	struct seen_pid *seen;
+	size_t n_seen;
+	struct watch_dir *dirs;
+	size_t n_dirs;
+	int watch_limit_logged;
+	struct state_record *kept; /* limit state of (rule, process) pairs not applied now */
+	size_t n_kept;
+	char state_path[PATH_MAX];
+	int64_t light_at;
+	int64_t light_soon_at; /* 0: none asked for; else a light scan of new pids only */
+	int64_t last_light_ns;
+	int64_t sweep_at; /* next periodic full scan */
+	int64_t last_sweep_ns;
+	struct pend_table pend;
+	int64_t pend_due_min; /* 0: nothing due */
+	double check_tokens;
+	int64_t tokens_ns;
+	struct warned warned[GUARD_WARNED_MAX];
+	size_t n_warned, next_warned;
+	int64_t warn_window_ns;
+	unsigned warn_count, warn_suppressed;
+	/* Descriptors. */
+	struct fds_limit fdl;
+	int fd_base;                                 /* open when the guard started serving */
+	int64_t fd_count, fd_count_est, fd_count_ns; /* the last count, the estimate then, when */
+	int fd_paused;                               /* attach-paused journaled, attach-resumed not yet */
+	size_t n_fd_wait;
+	/* Work done, in the stop record. */
+	uint64_t n_full_scan_listings;
+	uint64_t n_full_scans, n_light_scans, n_socket_events, n_pid_checks, n_events_dropped, n_events_nopid;
+	int stopping;
+	int64_t stop_deadline;
+	int exit_code;
+	int64_t start_ns;
+};
+
+/* guard.c: the process table. */
+struct proc *guard_proc_find(struct guard *g, pid_t pid);
+/* A .NET process found: its target asks who it is (hooks apply the rules). */
+void guard_proc_add(struct guard *g, const struct dn_target *t);
+void guard_proc_remove(struct guard *g, struct proc *p, const char *why);
+int guard_proc_attached(const struct proc *p);
+const char *guard_proc_name(const struct proc *p);
+void guard_arm_timer(struct guard *g);
+void guard_journal_error(struct guard *g, const char *event, struct json_object *rec, const char *err);
+
+/* guard_find.c: finding processes. */
+void guard_watch_dir(struct guard *g, const char *dir);
+void guard_watch_dir_of_socket(struct guard *g, const char *socket_path);
+void guard_on_inotify(struct loop *l, int fd, uint32_t events, void *ctx);
+/* A candidate's socket was refused (-EPERM) or dead: look again later. */
+void guard_candidate_failed(struct guard *g, const struct dn_target *t, int r, const char *err);
+void guard_full_scan(struct guard *g);
+void guard_light_scan(struct guard *g, int new_only);
+void guard_pend_run(struct guard *g, int64_t now);
+void guard_pend_forget(struct guard *g, pid_t pid);
+
+/* guard_state.c: limits kept across rule changes and restarts. */
+void guard_keep_state(struct guard *g, const struct proc *p, const struct target_rule *gr);
+int guard_take_state(struct guard *g, const struct proc *p, const char *rule, uint64_t hash, struct eval_state *st);
+void guard_forget_state(struct guard *g, const struct dn_target *t);
+void guard_save_state(struct guard *g);
+
+#endif
