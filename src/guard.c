@@ -31,6 +31,7 @@
  * guard_state.c; what they share with this file is guard_internal.h. */
 #include "dumpwatch/guard.h"
 
+#include "dumpwatch/status.h"
 #include "guard_internal.h"
 
 #include <dirent.h>
@@ -354,7 +355,12 @@ static void hook_dump_ended(void *ctx, struct target *t, size_t rule, int r)
 	struct proc *p = ctx;
 	(void)t;
 	(void)rule;
-	(void)r;
+	if (r == 0)
+		p->g->n_dumps++;
+	else if (r == -ENOSPC)
+		p->g->n_dumps_skipped++;
+	else
+		p->g->n_dumps_failed++;
 	if (p->g->stopping) {
 		maybe_finish_stop(p->g);
 		return;
@@ -566,6 +572,7 @@ int guard_run(const struct guard_options *o)
 	g.o = o;
 	g.inofd = -1;
 	g.start_ns = loop_now();
+	g.start_wall_ns = loop_wall_now();
 	g.tokens_ns = g.start_ns;
 	g.check_tokens = GUARD_CHECKS_BURST;
 
@@ -622,6 +629,12 @@ int guard_run(const struct guard_options *o)
 		log_error("cannot take signals: %s", strerror(-r));
 		code = DW_EXIT_RUNTIME;
 		goto out;
+	}
+	if (g.state_path[0]) {
+		char sock[PATH_MAX];
+		snprintf(sock, sizeof(sock), "%s/%s", o->state_dir, STATUS_SOCKET_NAME);
+		if (control_open(g.loop, sock, guard_status_text, &g, &g.control, err, sizeof(err)) < 0)
+			log_warn("%s; `dumpwatch status` will not answer", err);
 	}
 	g.tcfg = (struct target_config){
 	    .loop = g.loop,
@@ -732,6 +745,7 @@ out:
 	free(g.seen);
 	free(g.dirs);
 	free(g.kept);
+	control_free(g.control);
 	ruleset_free(g.rs);
 	if (g.inofd >= 0)
 		close(g.inofd);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "dumpwatch/control.h"
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/fds.h"
 #include "dumpwatch/guard.h"
@@ -144,6 +145,10 @@ struct guard {
 	uint64_t n_full_scans, n_light_scans, n_socket_events, n_pid_checks, n_events_dropped, n_events_nopid;
 	int stopping;
 	int64_t stop_deadline;
+	/* What `dumpwatch status` reads (guard_status.c). */
+	struct control *control;
+	int64_t start_wall_ns;
+	uint64_t n_dumps, n_dumps_failed, n_dumps_skipped;
 	int exit_code;
 	int64_t start_ns;
 };
@@ -168,6 +173,10 @@ void guard_full_scan(struct guard *g);
 void guard_light_scan(struct guard *g, int new_only);
 void guard_pend_run(struct guard *g, int64_t now);
 void guard_pend_forget(struct guard *g, pid_t pid);
+
+/* guard_status.c: the document `dumpwatch status` prints (control.h's
+ * build callback: malloc'd JSON text, NULL on failure). */
+char *guard_status_text(void *ctx);
 
 /* guard_state.c: limits kept across rule changes and restarts. */
 void guard_keep_state(struct guard *g, const struct proc *p, const struct target_rule *gr);

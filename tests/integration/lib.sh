@@ -31,11 +31,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# grep_q ARGS...: grep -q that reads all of its input. With pipefail, `cmd |
+# grep -q` fails at random once cmd writes more than the pipe holds: grep -q
+# exits at the first match and cmd dies of SIGPIPE.
+grep_q() { grep "$@" >/dev/null; }
+
 fail() {
 	echo "FAIL: $*"
 	echo "--- dumpwatch output"; cat "$T/dw.out" 2>/dev/null || true
 	echo "--- app output"; cat "$T/app.out" 2>/dev/null || true
 	echo "--- journal"; cat "$JOURNAL" 2>/dev/null || true
+	echo "FAIL: $*" # again, last: a long output is read from its end
 	exit 1
 }
 

@@ -264,8 +264,8 @@ grep -qF "<6>attached to pid $FAKE_A ($ENTRY_ESC, .NET $RTVER_ESC) for rules att
 grep -qF "<6>attached to pid $FAKE_B ($FAKEB_ESC, .NET $RTVER_ESC)" "$T/dw.out" ||
 	fail "guard: no escaped attach line for fake b"
 grep -qF "<6>rule attacker-loh fired for pid $REAL (MemSpike)" "$T/dw.out" || fail "guard: no fire line"
-grep -E "^$FAKE_A +" "$T/ps.out" | grep -qF "$FCMD_ESC" || fail "ps: fake a's command not escaped: $(cat "$T/ps.out")"
-grep -E "^$FAKE_B +" "$T/ps.out" | grep -qF 'dw_fakert\n<0>dum...' || fail "ps: fake b's name not escaped"
+grep -E "^$FAKE_A +" "$T/ps.out" | grep_q -F "$FCMD_ESC" || fail "ps: fake a's command not escaped: $(cat "$T/ps.out")"
+grep -E "^$FAKE_B +" "$T/ps.out" | grep_q -F 'dw_fakert\n<0>dum...' || fail "ps: fake b's name not escaped"
 grep -qF "pid $FAKE_A  $ENTRY_ESC  .NET $RTVER_ESC  (following for" "$T/counters_table.out" ||
 	fail "counters table: no escaped heading"
 grep -qE "^$FAKE_A #" "$T/gc_table.out" || fail "gc table: no GC of fake a"

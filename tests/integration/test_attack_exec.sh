@@ -65,7 +65,7 @@ wait_for "[ \$(journal_count_with dump '\"pid\":$PID') -ge 1 ] || [ \$(journal_c
 	fail "no dump outcome"
 [ "$(marks_by 0)" -eq 0 ] || fail "root ran the attacker's createdump: $(ls -ln "$H/marks")"
 [ "$(journal_count_with dump "\"pid\":$PID")" -eq 1 ] || fail "no dump of the namespaced process"
-grep '"event":"dump"' "$JOURNAL" | grep "\"pid\":$PID" | grep -q '"via":"runtime"' || fail "not via the runtime"
+grep '"event":"dump"' "$JOURNAL" | grep "\"pid\":$PID" | grep_q '"via":"runtime"' || fail "not via the runtime"
 [ "$(marks_by "$ATTACKER_UID")" -ge 1 ] || fail "the runtime's createdump did not run as the attacker"
 core=$(find "$DUMPS" -maxdepth 1 -name "*-$PID-*.core")
 [ -n "$core" ] || fail "no dump file"
@@ -88,7 +88,7 @@ wait_dw 60
 [ "$(marks_by 0)" -eq 0 ] || fail "root ran the attacker's createdump on the exec path"
 core=$(find "$DUMPS" -maxdepth 1 -name "*-$PID-*.core")
 [ -n "$core" ] && "$DW_CORECHECK" "$core" "$PID" >/dev/null || fail "exec path: no good dump"
-tail -n 3 "$JOURNAL" | grep '"event":"dump"' | grep -q '"via":"exec"' || fail "not via exec"
+tail -n 3 "$JOURNAL" | grep '"event":"dump"' | grep_q '"via":"exec"' || fail "not via exec"
 tagged_cmd "$TAG" "release"
 
 # 3. --createdump pointing at the attacker's file: refused before anything.
@@ -99,7 +99,7 @@ for cd in "/proc/$PID/root$RUNTIME_DIR/createdump" "$RUNTIME_DIR/createdump" "$H
 	set -e
 	[ "$rc" -eq 1 ] || fail "--createdump $cd: exit $rc ($out)"
 	[ "$(echo "$out" | wc -l)" -eq 1 ] || fail "--createdump $cd: expected one line: $out"
-	echo "$out" | grep -q "refusing to execute" || fail "--createdump $cd: $out"
+	echo "$out" | grep_q "refusing to execute" || fail "--createdump $cd: $out"
 done
 [ "$(marks_by 0)" -eq 0 ] || fail "root ran the attacker's createdump"
 echo "PASS: the attacker's createdump ran $(marks_by "$ATTACKER_UID") time(s), only as the attacker; never as root; namespaced process dumped via the runtime (staged and moved) and via the host's createdump $version"

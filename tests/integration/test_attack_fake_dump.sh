@@ -125,7 +125,7 @@ for f in "$DUMPS"/*.core; do
 done
 [ "$n" -eq "$(journal_count dump)" ] || fail "$n files for $(journal_count dump) dump records"
 [ "$n" -ge 2 ] || fail "expected a real dump of each process, found $n"
-if grep '"event":"dump"' "$JOURNAL" | grep -q '"bytes":[0-9]\{10,\}'; then fail "a huge dump was journaled"; fi
+if grep '"event":"dump"' "$JOURNAL" | grep_q '"bytes":[0-9]\{10,\}'; then fail "a huge dump was journaled"; fi
 [ -z "$(find "$DUMPS" -mindepth 1 -not -name '*.core' -not -path "$DUMPS/.incoming" -not -path "$DUMPS/.incoming/*")" ] ||
 	fail "left in the store: $(ls -laR "$DUMPS")"
 [ -z "$(find "$DUMPS/.incoming" -type f 2>/dev/null)" ] || fail "left in .incoming: $(find "$DUMPS/.incoming" -type f)"

@@ -89,7 +89,7 @@ stop_guard
 [ "$(grep -c 'descriptors: .* not attaching pid' "$T/dw.out")" -eq 1 ] || fail "(b) the reserve was logged more than once"
 [ "$(grep -c 'descriptors: .* attaching new processes again' "$T/dw.out")" -eq 1 ] || fail "(b) the resumption was not logged once"
 jq -c . "$JOURNAL" >/dev/null || fail "(b) the journal does not parse"
-tail -1 "$JOURNAL" | grep -q '"event":"stop"' || fail "(b) stop is not the last record"
+tail -1 "$JOURNAL" | grep_q '"event":"stop"' || fail "(b) stop is not the last record"
 [ "$(journal_count attach)" -eq "$(journal_count detach)" ] ||
 	fail "(b) $(journal_count attach) attach records but $(journal_count detach) detach records"
 [ "$(journal_count dump-failed)" -eq 0 ] || fail "(b) a dump failed"

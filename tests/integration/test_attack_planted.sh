@@ -102,7 +102,7 @@ resume two "$P2"
 wait_journal attach 1 20 "\"pid\":$P2," || fail "2: the real runtime was not attached"
 echo "loh 150" >&"${APP_FD[two]}"
 wait_journal dump 1 30 "\"pid\":$P2," || fail "2: the victim was not dumped"
-if grep "^connection from $DW_PID " "$T/planter3.log" | grep -qv ": 0 bytes$"; then
+if grep "^connection from $DW_PID " "$T/planter3.log" | grep_q -v ": 0 bytes$"; then
 	fail "2: bytes reached the other process's socket: $(cat "$T/planter3.log")"
 fi
 [ "$(grep -cF "refusing $LIVE2:" "$T/dw.out")" -eq 1 ] || fail "2: the refusal was not logged exactly once"

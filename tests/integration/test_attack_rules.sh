@@ -56,14 +56,14 @@ spike() {
 }
 # settled FILE [JOURNAL]: until FILE has been loaded or rejected.
 settled() {
-	wait_for "grep -E '\"event\":\"rules-(loaded|rejected)\"' '${2:-$JOURNAL}' | grep -qF '$1'" 10 ||
+	wait_for "grep -E '\"event\":\"rules-(loaded|rejected)\"' '${2:-$JOURNAL}' | grep_q -F '$1'" 10 ||
 		fail "no rules-loaded or rules-rejected record for $1"
 }
 # taken FILE TAG WHAT [JOURNAL]: when FILE was loaded, fails saying what the
 # attack achieved (with TAG: what a spike of that app then leads to).
 taken() {
 	local j=${4:-$JOURNAL}
-	if grep '"event":"rules-loaded"' "$j" | grep -qF "$1"; then
+	if grep '"event":"rules-loaded"' "$j" | grep_q -F "$1"; then
 		if [ -n "$2" ]; then
 			spike "$2"
 			wait_journal dump 1 30 "\"pid\":${APP_PIDS[$2]}" || true
@@ -77,7 +77,7 @@ refused_once() {
 	local n
 	n=$(grep -cF "$1: refused: " "$2" || true)
 	[ "$n" -eq 1 ] || fail "$n 'refused' lines for $1 in $2, expected 1"
-	grep -F "$1: refused: " "$2" | grep -qF "$3" || fail "the refusal of $1 does not say: $3"
+	grep -F "$1: refused: " "$2" | grep_q -F "$3" || fail "the refusal of $1 does not say: $3"
 }
 # rejected_record FILE JOURNAL: the rules-rejected record of a refusal, nothing kept.
 rejected_record() {
@@ -168,7 +168,7 @@ wait_for "grep -qF '$RULES/good.json: refused: ' '$T/dw.out'" 10 ||
 	fail "good.json still in force after its owner became uid $ATTACKER_UID"
 refused_once "$RULES/good.json" "$T/dw.out" "file $RULES/good.json is owned by uid $ATTACKER_UID, not by root"
 rejected_record good.json "$JOURNAL"
-grep '"event":"rules-rejected"' "$JOURNAL" | grep -F good.json | grep -qF '"withdrawn_rules":1' ||
+grep '"event":"rules-rejected"' "$JOURNAL" | grep -F good.json | grep_q -F '"withdrawn_rules":1' ||
 	fail "the refusal of good.json does not say its rule was withdrawn"
 wait_journal detach 1 10 "\"pid\":$PC" || fail "pid $PC not let go when its only rule was withdrawn"
 spike "$C"
@@ -194,7 +194,7 @@ for want in "$RULES/dirs.json:3:38: dump dir \"$T/elsewhere\" is not inside an a
 	"$RULES/dirs.json:9:38: dump dir \"$T/allowed/../crond\" has a \"..\" component; write the directory it means"; do
 	grep -qF -- "$want" "$T/dw.out" || fail "missing: $want"
 done
-grep '"event":"rules-rejected"' "$JOURNAL" | grep -F dirs.json | grep -qF '"kept_last_good":false' ||
+grep '"event":"rules-rejected"' "$JOURNAL" | grep -F dirs.json | grep_q -F '"kept_last_good":false' ||
 	fail "dirs.json: no rules-rejected record"
 put_rule allowed.json "$(rule d-allowed "$D" "{ \"type\": \"triage\", \"dir\": \"$T/allowed/sub\" }")"
 wait_journal rules-loaded 1 10 allowed.json || fail "allowed.json (dump.dir inside --allow-dump-dir) not loaded"
@@ -236,7 +236,7 @@ rm -rf "$RULES/..2026_11_23_10_00_00.1"
 wait_journal rules-loaded 2 10 cm.json || fail "the ConfigMap update (..data swap) not loaded"
 spike "$F"
 wait_journal dump 1 30 "\"pid\":$PF" || fail "the updated ConfigMap rule did not dump"
-grep '"event":"dump"' "$JOURNAL" | grep -F "\"pid\":$PF" | grep -qF '"rule":"cm-v2"' || fail "not dumped by cm-v2"
+grep '"event":"dump"' "$JOURNAL" | grep -F "\"pid\":$PF" | grep_q -F '"rule":"cm-v2"' || fail "not dumped by cm-v2"
 ! grep -qF "$RULES/cm.json: refused" "$T/dw.out" || fail "the ConfigMap's links were refused"
 tagged_cmd "$F" "exit"
 

@@ -16,7 +16,7 @@ set +e
 out=$("$DUMPWATCH" "$SLEEP_PID" 500 2>&1); rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "non-.NET pid: exit $rc, expected 2 ($out)"
-echo "$out" | grep -q "has no .NET diagnostics socket" || fail "non-.NET pid message: $out"
+echo "$out" | grep_q "has no .NET diagnostics socket" || fail "non-.NET pid message: $out"
 [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "expected one line, got: $out"
 
 gone=999999
@@ -25,19 +25,19 @@ set +e
 out=$("$DUMPWATCH" --pid "$gone" --when 'loh-size > 1MB' 2>&1); rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "missing pid: exit $rc, expected 2 ($out)"
-echo "$out" | grep -q "no process with pid $gone" || fail "missing pid message: $out"
+echo "$out" | grep_q "no process with pid $gone" || fail "missing pid message: $out"
 
 set +e
 out=$("$DUMPWATCH" --pid "$SLEEP_PID" --when 'loh-size > 200' 2>&1); rc=$?
 set -e
 [ "$rc" -eq 1 ] || fail "bad rule: exit $rc, expected 1 ($out)"
-echo "$out" | grep -q "needs a unit" || fail "bad rule message: $out"
+echo "$out" | grep_q "needs a unit" || fail "bad rule message: $out"
 
 set +e
 out=$("$DUMPWATCH" --pid "$SLEEP_PID" --when 'loh-szie > 200MB' 2>&1); rc=$?
 set -e
 [ "$rc" -eq 1 ] || fail "unknown metric: exit $rc"
-echo "$out" | grep -q 'did you mean "loh-size"' || fail "unknown metric message: $out"
+echo "$out" | grep_q 'did you mean "loh-size"' || fail "unknown metric message: $out"
 # A .NET process with its diagnostics port turned off.
 mkfifo "$T/cmd"
 exec 3<>"$T/cmd"
@@ -49,6 +49,6 @@ set +e
 out=$("$DUMPWATCH" "$APP_PID" 500 2>&1); rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "diagnostics disabled: exit $rc, expected 2 ($out)"
-echo "$out" | grep -q "DOTNET_EnableDiagnostics=0" || fail "diagnostics disabled message: $out"
+echo "$out" | grep_q "DOTNET_EnableDiagnostics=0" || fail "diagnostics disabled message: $out"
 echo "PASS: non-.NET, missing pid, diagnostics disabled and bad rules rejected with one clear line"
 

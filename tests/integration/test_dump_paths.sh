@@ -79,7 +79,7 @@ core=$(find "$DUMPS" -maxdepth 1 -name '*.core')
 [ -n "$core" ] || fail "no dump"
 "$DW_CORECHECK" "$core" "$APP_PID" >/dev/null || fail "bad core"
 [ "$(stat -c '%U %a %h' "$core")" = "root 600 1" ] || fail "dump is $(stat -c '%U %a %h' "$core"), expected root 600 1"
-grep '"event":"dump"' "$JOURNAL" | grep -q '"via":"runtime"' || fail "not via the runtime"
+grep '"event":"dump"' "$JOURNAL" | grep_q '"via":"runtime"' || fail "not via the runtime"
 stage="$DUMPS/.incoming/$(id -u nobody)"
 [ "$(stat -c '%U %a' "$stage")" = "nobody 700" ] || fail "staging dir is $(stat -c '%U %a' "$stage")"
 [ "$(stat -c '%U %a' "$DUMPS/.incoming")" = "root 711" ] || fail ".incoming is $(stat -c '%U %a' "$DUMPS/.incoming")"
@@ -102,7 +102,7 @@ wait_dw 30
 [ "$DW_RC" -eq 0 ] || fail "exec path: exit $DW_RC"
 core=$(find "$DUMPS" -name '*.core')
 "$DW_CORECHECK" "$core" "$APP_PID" >/dev/null || fail "bad core from exec path"
-grep '"event":"dump"' "$JOURNAL" | grep -q '"via":"exec"' || fail "not via exec"
+grep '"event":"dump"' "$JOURNAL" | grep_q '"via":"exec"' || fail "not via exec"
 app_cmd "exit"
 wait "$APP_PID" 2>/dev/null || true
 exec 3>&-
@@ -136,7 +136,7 @@ out=$("$DUMPWATCH" --pid "$APP_PID" --when 'loh-size > 100MB' --createdump "$RUN
 rc=$?
 set -e
 [ "$rc" -eq 1 ] || fail "--createdump in a world-writable directory: exit $rc ($out)"
-echo "$out" | grep -q "refusing to execute $RUNTIME_DIR/createdump: $T/dotnet is owned by uid 0 or writable by group/others (mode 0777)" ||
+echo "$out" | grep_q "refusing to execute $RUNTIME_DIR/createdump: $T/dotnet is owned by uid 0 or writable by group/others (mode 0777)" ||
 	fail "no refusal message: $out"
 [ ! -e "$T/ran" ] || fail "the createdump of the world-writable runtime ran"
 echo "PASS: runtime path as another user (refused, then published root 0600), exec path, unsafe createdump never run"

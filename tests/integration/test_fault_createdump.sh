@@ -41,12 +41,12 @@ printf '#!/bin/sh\nexit 1\n' >"$CD"
 chmod 0755 "$CD"
 spike_broken 1
 failure() { grep '"event":"dump-failed"' "$JOURNAL" | sed -n "$1p"; }
-failure 1 | grep -q '"error":"the runtime refused the command' || fail "no reason for failure 1: $(failure 1)"
+failure 1 | grep_q '"error":"the runtime refused the command' || fail "no reason for failure 1: $(failure 1)"
 
 # 2. Hanging: the runtime's createdump is killed after 3 s.
 printf '#!/bin/sh\nwhile :; do sleep 1; done\n' >"$CD"
 spike_broken 2 30
-failure 2 | grep -q 'did not finish within 3s (--dump-timeout): killed it' || fail "hang not reported: $(failure 2)"
+failure 2 | grep_q 'did not finish within 3s (--dump-timeout): killed it' || fail "hang not reported: $(failure 2)"
 pgrep -P "$B" -x createdump >/dev/null && fail "the hanging createdump is still running"
 
 # 3. The exec path (the operator's --createdump, root's), hanging: our own
@@ -58,7 +58,7 @@ chmod 0755 "$EXEC_CD"
 start_guard --dump-timeout 2s --createdump "$EXEC_CD"
 wait_journal attach 4 15 || fail "not attached again"
 spike_broken 3 30
-failure 3 | grep -q 'did not finish within 2s' || fail "exec hang not reported: $(failure 3)"
+failure 3 | grep_q 'did not finish within 2s' || fail "exec hang not reported: $(failure 3)"
 pgrep -f "^/bin/sh $EXEC_CD" >/dev/null && fail "exec createdump still running"
 
 # 4. The exec path, failing with a message on stderr, as createdump does: its
@@ -66,14 +66,14 @@ pgrep -f "^/bin/sh $EXEC_CD" >/dev/null && fail "exec createdump still running"
 # names the target by its comm), and none of it reaches dumpwatch's own output.
 printf '#!/bin/sh\nprintf "[createdump] cannot dump \\033[31mx\\n" >&2\nexit 1\n' >"$EXEC_CD"
 spike_broken 4
-failure 4 | grep -qF 'createdump failed with exit status 1 (is the process gone, or is ptrace not allowed?): [createdump] cannot dump \u001b[31mx"' ||
+failure 4 | grep_q -F 'createdump failed with exit status 1 (is the process gone, or is ptrace not allowed?): [createdump] cannot dump \u001b[31mx"' ||
 	fail "createdump's message not in the reason: $(failure 4)"
 grep -q $'\e' "$T/dw.out" && fail "createdump's output reached dumpwatch's: $(grep $'\e' "$T/dw.out" | cat -v)"
 
 # 5. The exec path, its createdump removed while the daemon runs.
 rm "$EXEC_CD"
 spike_broken 5
-failure 5 | grep -q "\"error\":\"createdump $EXEC_CD: No such file or directory\"" || fail "missing not reported: $(failure 5)"
+failure 5 | grep_q "\"error\":\"createdump $EXEC_CD: No such file or directory\"" || fail "missing not reported: $(failure 5)"
 
 # 6. Repaired: dumped.
 cp -a "$T/createdump.real" "$EXEC_CD"
@@ -91,7 +91,7 @@ start_guard
 wait_journal attach 6 15 || fail "not attached a third time"
 rm "$CD"
 spike_broken 6
-failure 6 | grep -q 'Problem launching createdump' || fail "runtime missing createdump not reported: $(failure 6)"
+failure 6 | grep_q 'Problem launching createdump' || fail "runtime missing createdump not reported: $(failure 6)"
 
 # The healthy process was never affected.
 tagged_cmd "good$$" "loh 150"

@@ -43,7 +43,7 @@ spike "big$$" 300
 wait_journal dump-failed 1 60 "big-heap" || fail "full file system: no failure journaled"
 release "big$$"
 stop_guard
-grep '"event":"dump-failed"' "$JOURNAL" | grep -q '"error":' || fail "no reason"
+grep '"event":"dump-failed"' "$JOURNAL" | grep_q '"error":' || fail "no reason"
 [ -z "$(ls -A "$SMALL")" ] || fail "left on the full file system: $(ls -A "$SMALL")"
 [ "$(used_kb)" -lt 1024 ] || fail "space not given back: $(used_kb) KB used"
 
@@ -52,7 +52,7 @@ start_guard
 spike "big$$" 300
 wait_journal dump-skipped 1 30 "big-heap" || fail "not skipped"
 release "big$$"
-grep '"event":"dump-skipped"' "$JOURNAL" | grep -q 'skipped: the dump (estimated .*) would leave .* free on the dump file system (.*%), under the minimum 5% (--min-free)' ||
+grep '"event":"dump-skipped"' "$JOURNAL" | grep_q 'skipped: the dump (estimated .*) would leave .* free on the dump file system (.*%), under the minimum 5% (--min-free)' ||
 	fail "skip reason: $(grep dump-skipped "$JOURNAL")"
 grep -q "for rule big-heap skipped: the dump (estimated" "$T/dw.out" || fail "no log line for the skip"
 [ "$(journal_count dump-failed)" -eq 1 ] || fail "a skipped dump was also a failure"
@@ -67,7 +67,7 @@ for i in 1 2 3; do
 done
 [ "$(journal_count dump-deleted)" -eq 1 ] || fail "expected one deletion, got $(journal_count dump-deleted)"
 first=$(grep '"event":"dump"' "$JOURNAL" | sed -n 1p | jq -r .path)
-grep '"event":"dump-deleted"' "$JOURNAL" | jq -r .deleted | grep -qxF "$first" || fail "not the oldest deleted"
+grep '"event":"dump-deleted"' "$JOURNAL" | jq -r .deleted | grep_q -xF "$first" || fail "not the oldest deleted"
 [ "$(count_dumps)" -eq 2 ] || fail "expected 2 stored dumps, found $(count_dumps)"
 stop_guard
 
@@ -76,7 +76,7 @@ start_guard --store-max-count 2
 spike "small$$" 150
 wait_journal dump-skipped 2 30 || fail "over the count: not skipped"
 release "small$$"
-grep '"event":"dump-skipped"' "$JOURNAL" | tail -1 | grep -q 'the store already holds 2 dump(s), the maximum (--store-max-count 2)' ||
+grep '"event":"dump-skipped"' "$JOURNAL" | tail -1 | grep_q 'the store already holds 2 dump(s), the maximum (--store-max-count 2)' ||
 	fail "count skip reason"
 [ "$(count_dumps)" -eq 2 ] || fail "stored dumps changed"
 kill -0 "$DW_PID" || fail "daemon died"
@@ -97,7 +97,7 @@ NSPID=${APP_PIDS[ns$$]}
 wait_journal attach 1 20 "\"pid\":$NSPID" || fail "namespaced process not attached"
 spike "ns$$" 150
 wait_journal dump-skipped 1 30 "ns-triage" || fail "staging file system: not skipped"
-grep '"event":"dump-skipped"' "$JOURNAL" | grep ns-triage | grep -q "would leave 0B free on the file system of $NSTMP in the mount namespace of process $NSPID" ||
+grep '"event":"dump-skipped"' "$JOURNAL" | grep ns-triage | grep_q "would leave 0B free on the file system of $NSTMP in the mount namespace of process $NSPID" ||
 	fail "staging skip reason: $(grep dump-skipped "$JOURNAL" | tail -1)"
 [ -z "$(ls -A "/proc/$NSPID/root$NSTMP" | grep '^\.dumpwatch-')" ] || fail "staging directory left"
 kill -0 "$DW_PID" || fail "daemon died"

@@ -99,7 +99,7 @@ sleep 1
 tagged_cmd "healthy$$" "loh 200"
 wait_journal dump 1 30 "\"pid\":${APP_PIDS[healthy$$]}" || fail "healthy process not dumped"
 wait_journal dump 2 30 "\"pid\":${APP_PIDS[healthy$$]}" || fail "burst-final did not dump too"
-grep '"event":"dump"' "$JOURNAL" | grep -F "\"pid\":${APP_PIDS[healthy$$]}" | grep -q '"rule":"burst-final"' ||
+grep '"event":"dump"' "$JOURNAL" | grep -F "\"pid\":${APP_PIDS[healthy$$]}" | grep_q '"rule":"burst-final"' ||
 	fail "burst-final not in effect"
 stop_guard
 [ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC"

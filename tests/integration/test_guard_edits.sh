@@ -31,11 +31,11 @@ wait_journal dump 1 30 "\"pid\":$P" || fail "the dropped-in rule did not fire"
 save_rule "{ \"name\": \"edit-loh\", \"process\": { \"cmdline\": \"*--tag $A\" }, \"when\": \"loh-sise > 200MB\",
   \"dump\": { \"type\": \"triage\" }, \"limits\": { \"max-dumps\": 0, \"cooldown\": \"1s\" } }"
 wait_journal rules-rejected 1 5 || fail "invalid edit not journaled"
-grep '"event":"rules-rejected"' "$JOURNAL" | grep -qF "loh.json:1:" ||
+grep '"event":"rules-rejected"' "$JOURNAL" | grep_q -F "loh.json:1:" ||
 	fail "rejection does not say file:line:column"
-grep '"event":"rules-rejected"' "$JOURNAL" | grep -qF 'did you mean \"loh-size\"' ||
+grep '"event":"rules-rejected"' "$JOURNAL" | grep_q -F 'did you mean \"loh-size\"' ||
 	fail "rejection does not suggest the metric"
-grep '"event":"rules-rejected"' "$JOURNAL" | grep -qF '"kept_last_good":true' || fail "kept_last_good not journaled"
+grep '"event":"rules-rejected"' "$JOURNAL" | grep_q -F '"kept_last_good":true' || fail "kept_last_good not journaled"
 grep -qF 'unknown metric "loh-sise"' "$T/dw.out" || fail "rejection not logged"
 sleep 1.2 # cooldown
 spike

@@ -36,7 +36,7 @@ stop_guard
 [ -s "$T/state.json" ] || fail "no state file beside the journal"
 grep -qF '"rule":"two-only"' "$T/state.json" || fail "state file lacks the rule"
 start_guard
-grep '"event":"start"' "$JOURNAL" | tail -1 | grep -qF '"restored_limits":1' || fail "limit state not restored"
+grep '"event":"start"' "$JOURNAL" | tail -1 | grep_q -F '"restored_limits":1' || fail "limit state not restored"
 wait_journal attach 2 15 "\"pid\":$P" || fail "not attached after restart"
 tagged_cmd "$A" "spike 300 400"
 tagged_cmd "$A" "sleep 1200"

@@ -50,7 +50,7 @@ wait_journal rules-loaded 1 5 back.json || fail "file renamed into the recreated
 wait_journal attach 2 5 "\"pid\":$P" || fail "not attached again after the directory came back"
 spike 300 804
 wait_journal dump $((before + 1)) 30 "\"pid\":$P" || fail "the rule in the recreated directory did not fire"
-grep '"event":"dump"' "$JOURNAL" | tail -1 | grep -qF '"rule":"back-loh"' || fail "second dump not by back-loh"
+grep '"event":"dump"' "$JOURNAL" | tail -1 | grep_q -F '"rule":"back-loh"' || fail "second dump not by back-loh"
 
 # SIGHUP: a full reload; the session is kept (same subscription), the rule
 # still fires after its cooldown, and nothing fires from the reload alone.

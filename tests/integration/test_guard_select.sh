@@ -35,7 +35,7 @@ core=$(find "$DUMPS" -name "*-${APP_PIDS[$A]}-alpha-loh-*.core")
 # A process started after the daemon is found through its diagnostics socket.
 start_tagged "$C"
 wait_journal attach 1 5 "\"pid\":${APP_PIDS[$C]}" || fail "gamma (started later) not attached within 5 s"
-grep "\"event\":\"attach\"" "$JOURNAL" | grep -F "\"pid\":${APP_PIDS[$C]}" | grep -q '"rules":\["gamma-loh"\]' ||
+grep "\"event\":\"attach\"" "$JOURNAL" | grep -F "\"pid\":${APP_PIDS[$C]}" | grep_q '"rules":\["gamma-loh"\]' ||
 	fail "gamma attached for the wrong rules"
 tagged_cmd "$C" "loh 300"
 wait_journal dump 1 30 "\"pid\":${APP_PIDS[$C]}" || fail "gamma not dumped"

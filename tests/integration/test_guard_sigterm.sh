@@ -26,10 +26,10 @@ sleep 0.5 # a killed createdump must not leave a file behind later either
 [ "$(count_partials)" -eq 0 ] || fail "partial dump left: $(ls -a "$DUMPS")"
 if [ "$(journal_count dump)" -eq 0 ]; then
 	[ "$(count_dumps)" -eq 0 ] || fail "a dump file without a dump record"
-	grep '"event":"dump-failed"' "$JOURNAL" | grep -qF 'partial file was removed' ||
+	grep '"event":"dump-failed"' "$JOURNAL" | grep_q -F 'partial file was removed' ||
 		fail "abandoned dump not journaled"
 fi
-tail -1 "$JOURNAL" | grep -q '"event":"stop"' || fail "stop is not the last record"
+tail -1 "$JOURNAL" | grep_q '"event":"stop"' || fail "stop is not the last record"
 kill -0 "$P" || fail "the target died"
 
 # Again with time to finish: the dump completes and is kept.

@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 TRACE="$DW_SOURCE_DIR/tests/data/gc-alloc-counters.nettrace"
 # An ASan build carries shadow memory: a looser bound there.
 RSS_CAP_KB=65536
-if ldd "$DUMPWATCH" | grep -q libasan; then RSS_CAP_KB=524288; fi
+if ldd "$DUMPWATCH" | grep_q libasan; then RSS_CAP_KB=524288; fi
 
 declare -A FAKE
 FAKES=()
@@ -37,7 +37,7 @@ expect() { # MODE EXIT PATTERN
 	rc=$?
 	set -e
 	[ "$rc" -eq "$2" ] || fail "$1: exit $rc, expected $2: $out"
-	echo "$out" | grep -q "error: .*$3" || fail "$1: no line matching '$3': $out"
+	echo "$out" | grep_q "error: .*$3" || fail "$1: no line matching '$3': $out"
 	echo "$1: $(echo "$out" | grep error:)"
 }
 expect garbage 4 "bad event stream from pid ${FAKE[garbage]}: offset 101: expected the EndObject tag"
@@ -79,10 +79,10 @@ for m in garbage truncate huge; do
 	wait_journal session-failed 1 15 "\"pid\":${FAKE[$m]}," || fail "guard: no session failure for $m"
 done
 wait_journal session-failed 1 30 "\"pid\":${FAKE[stall]}," || fail "guard: stall not detected"
-grep '"event":"session-failed"' "$JOURNAL" | grep -F "\"pid\":${FAKE[stall]}," | grep -q 'stalled: nothing for' ||
+grep '"event":"session-failed"' "$JOURNAL" | grep -F "\"pid\":${FAKE[stall]}," | grep_q 'stalled: nothing for' ||
 	fail "guard: stall reason"
 wait_journal attach-failed 1 15 "\"pid\":${FAKE[badreply]}," || fail "guard: broken reply not journaled"
-grep '"event":"attach"' "$JOURNAL" | grep -qF "\"pid\":${FAKE[flood]}," || fail "guard: flood not attached"
+grep '"event":"attach"' "$JOURNAL" | grep_q -F "\"pid\":${FAKE[flood]}," || fail "guard: flood not attached"
 max=0
 for i in $(seq 1 6); do
 	sleep 0.5

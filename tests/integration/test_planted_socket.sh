@@ -54,7 +54,7 @@ ignoring="ignoring $sock: that socket belongs to uid $(id -u nobody), not to uid
 run_ours "$T/watch.out" "$T/watch.out" "$DUMPWATCH" --pid "$VICTIM" --when 'gc-heap-size > 1MB'
 out=$(cat "$T/watch.out")
 [ "$RC" -eq 2 ] || fail "watching a planted socket: exit $RC: $out"
-echo "$out" | grep -qF "$ignoring" || fail "no line naming the planted socket: $out"
+echo "$out" | grep_q -F "$ignoring" || fail "no line naming the planted socket: $out"
 [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "expected one line, got: $out"
 no_connection_from_us "--pid"
 

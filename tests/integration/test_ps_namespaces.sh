@@ -39,13 +39,13 @@ PIDS+=("$CONTAINED")
 grep -q 'ready pid=1 ' "$T/app3.out" || fail "not pid 1 in its namespace: $(cat "$T/app3.out")"
 [ -z "$(ls -A "$T/nstmp")" ] || fail "the namespaced socket directory is visible from here"
 
-wait_for "'$DUMPWATCH' ps --json | grep -q '\"pid\":$CONTAINED,'" 10 || fail "ps did not list the namespaced process"
+wait_for "'$DUMPWATCH' ps --json | grep_q '\"pid\":$CONTAINED,'" 10 || fail "ps did not list the namespaced process"
 "$DUMPWATCH" ps --json >"$T/ps.json"
 "$DUMPWATCH" ps >"$T/ps.txt"
 grep -q "\"pid\":$PLAIN,.*\"name\":\"MemSpike\".*\"runtime_version\":\"10\." "$T/ps.json" || fail "plain process: $(cat "$T/ps.json")"
-grep "\"pid\":$OWN_TMP," "$T/ps.json" | grep -q "\"socket\":\"$T/tmpdir/dotnet-diagnostic-$OWN_TMP-" ||
+grep "\"pid\":$OWN_TMP," "$T/ps.json" | grep_q "\"socket\":\"$T/tmpdir/dotnet-diagnostic-$OWN_TMP-" ||
 	fail "own TMPDIR process: $(cat "$T/ps.json")"
-grep "\"pid\":$CONTAINED," "$T/ps.json" | grep -q '"nspid":1,' || fail "namespaced process nspid: $(cat "$T/ps.json")"
+grep "\"pid\":$CONTAINED," "$T/ps.json" | grep_q '"nspid":1,' || fail "namespaced process nspid: $(cat "$T/ps.json")"
 grep -q "^$PLAIN  *MemSpike  *10\." "$T/ps.txt" || fail "table: $(cat "$T/ps.txt")"
 
 # Watch and dump the namespaced process by its host pid: its runtime writes
@@ -59,7 +59,7 @@ wait_dw 30
 core=$(find "$DUMPS" -name '*.core')
 [ -n "$core" ] || fail "no dump of the namespaced process"
 "$DW_CORECHECK" "$core" 1 >/dev/null || "$DW_CORECHECK" "$core" "$CONTAINED" >/dev/null || fail "bad core"
-grep '"event":"dump"' "$JOURNAL" | grep -q '"via":"runtime"' || fail "expected the runtime path"
+grep '"event":"dump"' "$JOURNAL" | grep_q '"via":"runtime"' || fail "expected the runtime path"
 [ "$(stat -c '%U %a %h' "$core")" = "root 600 1" ] || fail "dump is $(stat -c '%U %a %h' "$core")"
 [ -z "$(ls -A "/proc/$CONTAINED/root$T/nstmp" | grep '^\.dumpwatch-')" ] ||
 	fail "left in the process's TMPDIR: $(ls -A "/proc/$CONTAINED/root$T/nstmp")"
@@ -72,5 +72,5 @@ rc=$?
 set -e
 [ "$rc" -eq 2 ] || fail "unreachable socket: exit $rc ($out)"
 [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "expected one line: $out"
-echo "$out" | grep -qi "permission\|not allowed\|as root" || fail "unreachable message: $out"
+echo "$out" | grep_q -i "permission\|not allowed\|as root" || fail "unreachable message: $out"
 echo "PASS: ps finds plain, own-TMPDIR and namespaced processes; namespaced one dumped; unreachable socket refused ($out)"

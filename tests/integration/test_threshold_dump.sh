@@ -22,6 +22,6 @@ esac
 [ "$(stat -c %s "$core")" -gt 700000000 ] || fail "a heap dump of 700 MB of LOH is $(stat -c %s "$core") bytes"
 [ "$(journal_count fire)" -eq 1 ] || fail "expected one fire record"
 [ "$(journal_count dump)" -eq 1 ] || fail "expected one dump record"
-grep '"event":"dump"' "$JOURNAL" | grep -q "\"path\":\"$core\"" || fail "dump record lacks the path"
-grep '"event":"fire"' "$JOURNAL" | grep -q '"loh-size":' || fail "fire record lacks the metric value"
+grep '"event":"dump"' "$JOURNAL" | grep_q "\"path\":\"$core\"" || fail "dump record lacks the path"
+grep '"event":"fire"' "$JOURNAL" | grep_q '"loh-size":' || fail "fire record lacks the metric value"
 echo "PASS: threshold crossed -> one dump $(basename "$core") ($(stat -c %s "$core") bytes)"
