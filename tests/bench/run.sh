@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prints every benchmark figure dumpwatch publishes: parser throughput on a
 # recorded trace, detection latency over 10 runs, dumpwatch's own RSS and CPU
-# while watching, the guard's attach latency and cost, and the guard under a
-# storm of planted socket names. Figures only, never pass/fail. Builds first.
+# while watching, the guard's attach latency and cost, the guard under a
+# storm of planted socket names, beside slow peers and with 200 processes.
+# Figures only, never pass/fail. Builds first.
 #   usage: tests/bench/run.sh [BUILD_DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,3 +28,9 @@ echo "== the guard (--rules-dir): attach latency and cost"
 echo
 echo "== the guard under a storm of planted socket names"
 "$here/tests/bench/storm.sh" "$build" 5
+echo
+echo "== slow peers beside one real spike"
+"$here/tests/bench/slowpeers.sh" "$build" 3
+echo
+echo "== 200 real processes under one guard"
+"$here/tests/bench/many.sh" "$build" 200

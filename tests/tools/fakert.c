@@ -19,10 +19,15 @@
  *
  * usage: dw_fakert --mode MODE --trace FILE.nettrace (not for idle)
  *                  [--entry S] [--cmdline S] [--runtime-version S]
+ *                  [--delay-ms N]
  * The options choose what ProcessInfo reports (entry assembly, command line,
  * runtime version; "" is an empty string). S is taken as UTF-8 and sent as
  * UTF-16; a byte that is not valid UTF-8 is sent as a lone surrogate
- * (U+DC80-U+DCFF), which no valid string holds.
+ * (U+DC80-U+DCFF), which no valid string holds. --delay-ms makes a slow
+ * peer: every request (ProcessInfo, CollectTracing, StopTracing, a dump, any
+ * other) is answered only N ms (0 to 600000) after it was read; connections
+ * are served each on its own thread, so the delays of several run side by
+ * side, as in a runtime busy elsewhere.
  * Prints "ready pid=N" once listening. StopTracing is answered; a dump
  * request is refused. Runs until killed. */
 #include <errno.h>
@@ -35,6 +40,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dumpwatch/nettrace.h"
@@ -52,6 +58,7 @@ static size_t blocks_start;  /* offset of the first block's begin tag */
 static size_t first_size_at; /* offset of the first block's size field */
 static size_t loop_end;      /* blocks [blocks_start, loop_end) repeat with the same 4-byte alignment */
 static const char *info_entry = "FakeRuntime", *info_cmdline = "FakeRuntime --hostile", *info_runtime = "10.0.0";
+static long delay_ms; /* --delay-ms: before every answer */
 
 static int write_all(int fd, const void *p, size_t n)
 {
@@ -229,6 +236,11 @@ static void *serve(void *arg)
 	memcpy(&size, hdr + 14, 2);
 	if (size < 20 || read_all(fd, body, size - 20u) < 0)
 		goto out;
+	if (delay_ms > 0) {
+		struct timespec d = {.tv_sec = delay_ms / 1000, .tv_nsec = (delay_ms % 1000) * 1000000L};
+		while (nanosleep(&d, &d) < 0 && errno == EINTR)
+			;
+	}
 	uint16_t cmd = (uint16_t)(hdr[16] << 8 | hdr[17]);
 	uint32_t unknown = 0x80131385u;
 	if (cmd == 0x0400 || cmd == 0x0404 || cmd == 0x0408) {
@@ -316,6 +328,7 @@ static int load_trace(const char *path)
 int main(int argc, char **argv)
 {
 	const char *trace_path = NULL;
+	int bad_delay = 0;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--mode") == 0)
 			mode = argv[i + 1];
@@ -327,13 +340,20 @@ int main(int argc, char **argv)
 			info_cmdline = argv[i + 1];
 		else if (strcmp(argv[i], "--runtime-version") == 0)
 			info_runtime = argv[i + 1];
+		else if (strcmp(argv[i], "--delay-ms") == 0) {
+			char *end;
+			errno = 0;
+			delay_ms = strtol(argv[i + 1], &end, 10);
+			bad_delay = errno || end == argv[i + 1] || *end || delay_ms < 0 || delay_ms > 600000;
+		}
 	}
 	int idle = mode && strcmp(mode, "idle") == 0;
 	if (!mode || (!idle && (!trace_path || load_trace(trace_path) < 0)) || strlen(info_entry) > 256 ||
-	    strlen(info_cmdline) > 256 || strlen(info_runtime) > 256) {
+	    strlen(info_cmdline) > 256 || strlen(info_runtime) > 256 || bad_delay) {
 		fprintf(stderr,
 		        "usage: dw_fakert --mode MODE --trace FILE.nettrace (a readable trace)\n"
-		        "                 [--entry S] [--cmdline S] [--runtime-version S] (at most 256 bytes each)\n");
+		        "                 [--entry S] [--cmdline S] [--runtime-version S] (at most 256 bytes each)\n"
+		        "                 [--delay-ms N] (0 to 600000)\n");
 		return 1;
 	}
 
