@@ -11,6 +11,7 @@
 
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/discovery.h"
+#include "dumpwatch/exitcodes.h"
 #include "dumpwatch/guard.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/record.h"
@@ -22,6 +23,14 @@
 #include "dumpwatch/watch.h"
 
 #define DUMPWATCH_VERSION "0.1.0"
+
+/* The exit-status table (exitcodes.h), as --help shows it. */
+static void exit_codes_print(FILE *f)
+{
+	fputs("exit status (every mode):\n", f);
+	for (size_t i = 0; i < dw_n_exit_codes; i++)
+		fprintf(f, "  %3d %-8s %s\n", dw_exit_codes[i].code, dw_exit_codes[i].name, dw_exit_codes[i].meaning);
+}
 
 static void usage(FILE *f)
 {
@@ -72,10 +81,9 @@ static void usage(FILE *f)
 	      "      --stop-timeout D     on SIGTERM, how long a dump in progress may take (default 5s)\n"
 	      "      --log journald|stderr  priority prefixes for journald (default: when JOURNAL_STREAM is set)\n"
 	      "  -h, --help, --version\n"
-	      "\n"
-	      "exit status: 0 done (dumps taken, or the process exited first), 1 usage, 2 process not found /\n"
-	      "not .NET / unreachable, 3 a dump failed, 4 event stream failure, 130 stopped by a signal\n",
+	      "\n",
 	      f);
+	exit_codes_print(f);
 }
 
 /* --min-free: a size ("20GB") or a percentage of the file system ("10%"). */
@@ -303,12 +311,12 @@ static int cmd_check(int argc, char **argv)
 		case 'a':
 			if (n_dirs == sizeof(dirs) / sizeof(dirs[0])) {
 				fprintf(stderr, "dumpwatch check: at most %zu dump directories\n", n_dirs);
-				return 2;
+				return DW_EXIT_USAGE;
 			}
 			if (check_dump_dir(optarg, dirs_buf[n_dirs], sizeof(dirs_buf[n_dirs])) < 0) {
 				fprintf(stderr, "dumpwatch check: %s: not an absolute directory without \"..\"\n",
 				        optarg);
-				return 2;
+				return DW_EXIT_USAGE;
 			}
 			dirs[n_dirs] = dirs_buf[n_dirs];
 			n_dirs++;
@@ -320,16 +328,17 @@ static int cmd_check(int argc, char **argv)
 			      "yours and writable by no one else. A rule's dump.dir must lie inside one of the\n"
 			      "directories given (as on the daemon's command line; default: the service's\n"
 			      "--dump-dir " SERVICE_DUMP_DIR ").\n"
-			      "exit status: 0 all good, 1 a file has errors or is refused, 2 a path cannot be read\n",
+			      "\n",
 			      stdout);
-			return 0;
+			exit_codes_print(stdout);
+			return DW_EXIT_OK;
 		default:
-			return 2;
+			return DW_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
 		fputs("usage: dumpwatch check [--dump-dir DIR] [--allow-dump-dir DIR]... PATH...\n", stderr);
-		return 2;
+		return DW_EXIT_USAGE;
 	}
 	if (n_dirs == 0)
 		dirs[n_dirs++] = SERVICE_DUMP_DIR;

@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/catalog.h"
+#include "dumpwatch/exitcodes.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/trust.h"
 #include "dumpwatch/units.h"
@@ -1404,6 +1405,8 @@ static void check_print(FILE *f, const char *fmt, ...)
 	fprintf(f, "%s\n", safe);
 }
 
+/* The worst status so far wins: an unreadable path (DW_EXIT_TARGET) over a
+ * bad file (DW_EXIT_USAGE) over none. */
 static void check_status(struct checker *k, int s)
 {
 	if (s > k->status)
@@ -1421,7 +1424,7 @@ static void check_file(struct checker *k, const char *path)
 	n = rulefile_read_trusted(path, k->self, &text, &len, err, sizeof(err));
 	if (n < 0) {
 		check_print(k->errf, "%s", err);
-		check_status(k, n == -EPERM ? 1 : 2);
+		check_status(k, n == -EPERM ? DW_EXIT_USAGE : DW_EXIT_TARGET);
 		return;
 	}
 	n = rulefile_parse(text, len, &rules, diags, sizeof(diags) / sizeof(diags[0]), &nd);
@@ -1439,7 +1442,7 @@ static void check_file(struct checker *k, const char *path)
 			rulefile_format_diag(path, &diags[i], err, sizeof(err));
 			check_print(k->errf, "%s", err);
 		}
-		check_status(k, 1);
+		check_status(k, DW_EXIT_USAGE);
 		return;
 	}
 	for (int i = 0; i < n; i++) {
@@ -1459,7 +1462,7 @@ static void check_file(struct checker *k, const char *path)
 			struct seen_name *p = realloc(k->names, cap * sizeof(*p));
 			if (!p) {
 				check_print(k->errf, "%s: out of memory", path);
-				check_status(k, 1);
+				check_status(k, DW_EXIT_USAGE);
 				free(rules);
 				return;
 			}
@@ -1476,7 +1479,7 @@ static void check_file(struct checker *k, const char *path)
 		k->n_names++;
 	}
 	if (dups)
-		check_status(k, 1);
+		check_status(k, DW_EXIT_USAGE);
 	else
 		check_print(k->outf, "%s: %d rule%s OK", path, n, n == 1 ? "" : "s");
 	free(rules);
@@ -1559,19 +1562,19 @@ static void check_dir(struct checker *k, const char *dir)
 	r = rulefile_list_dir(dir, &names, &n, &truncated);
 	if (r < 0) {
 		check_print(k->errf, "%s: cannot read the directory: %s", dir, strerror(-r));
-		check_status(k, 2);
+		check_status(k, DW_EXIT_TARGET);
 		return;
 	}
 	if (truncated) {
 		check_print(k->errf, "%s: more than %d rule files; the rest are not checked", dir, RULEFILE_DIR_MAX);
-		check_status(k, 1);
+		check_status(k, DW_EXIT_USAGE);
 	}
 	if (n == 0)
 		check_print(k->outf, "%s: no rule files (*.json)", dir);
 	for (size_t i = 0; i < n; i++) {
 		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir, sep, names[i]) >= sizeof(path)) {
 			check_print(k->errf, "%s%s%s: path too long", dir, sep, names[i]);
-			check_status(k, 2);
+			check_status(k, DW_EXIT_TARGET);
 		} else {
 			check_file(k, path);
 		}
@@ -1595,7 +1598,7 @@ int rulefile_check_paths(char *const *paths, size_t n_paths, const char *const *
 
 		if (stat(paths[i], &st) < 0) {
 			check_print(errf, "%s: %s", paths[i], strerror(errno));
-			check_status(&k, 2);
+			check_status(&k, DW_EXIT_TARGET);
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode)) {

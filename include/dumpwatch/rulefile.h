@@ -131,9 +131,9 @@ void rulefile_format_duplicate(const char *path, const struct file_rule *r, cons
  * checked). Prints each diagnostic as "file:line:column: message" to errf
  * and, for each good file, "file: N rules OK" to outf; also reports a rule
  * name defined in two files ("rule name "x" is also defined at
- * other:line:column"). Returns 0 when all files are good, 1 when any has an
- * error or is refused, 2 when a path cannot be read (after checking the
- * others). Does I/O. */
+ * other:line:column"). Returns DW_EXIT_OK (0) when all files are good,
+ * DW_EXIT_USAGE (1) when any has an error or is refused, DW_EXIT_TARGET (2)
+ * when a path cannot be read (after checking the others). Does I/O. */
 int rulefile_check_paths(char *const *paths, size_t n_paths, const char *const *dump_dirs, size_t n_dump_dirs,
                          FILE *outf, FILE *errf);
 
