@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/catalog.h"
+#include "dumpwatch/defaults.h"
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/exitcodes.h"
 #include "dumpwatch/guard.h"
@@ -32,57 +33,99 @@ static void exit_codes_print(FILE *f)
 		fprintf(f, "  %3d %-8s %s\n", dw_exit_codes[i].code, dw_exit_codes[i].name, dw_exit_codes[i].meaning);
 }
 
+/* The values --dump-via takes. */
+static const struct {
+	const char *name;
+	enum dump_via via;
+} dump_vias[] = {{"runtime", DUMP_VIA_RUNTIME}, {"exec", DUMP_VIA_EXEC}, {"auto", DUMP_VIA_AUTO}};
+
+static const char *dump_via_name(enum dump_via via)
+{
+	for (size_t i = 0; i < sizeof(dump_vias) / sizeof(dump_vias[0]); i++)
+		if (dump_vias[i].via == via)
+			return dump_vias[i].name;
+	return "?";
+}
+
+/* --dump-via: 0, or -EINVAL for a name not in dump_vias. */
+static int dump_via_parse(const char *text, enum dump_via *out)
+{
+	for (size_t i = 0; i < sizeof(dump_vias) / sizeof(dump_vias[0]); i++)
+		if (strcmp(text, dump_vias[i].name) == 0) {
+			*out = dump_vias[i].via;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* The help text; every default in it comes from defaults.h. */
 static void usage(FILE *f)
 {
-	fputs("usage: dumpwatch PID MB                      dump PID when its GC heap passes MB megabytes, then exit\n"
-	      "       dumpwatch --pid PID --when EXPR [--when EXPR ...] [options]\n"
-	      "       dumpwatch --rules-dir DIR [options]   guard every .NET process the rule files in DIR match\n"
-	      "       dumpwatch ps [--json]                 list .NET processes\n"
-	      "       dumpwatch record --pid PID --out FILE [--duration 5s]\n"
-	      "       dumpwatch check [--dump-dir DIR] [--allow-dump-dir DIR] PATH...\n"
-	      "                                             validate rule files (a directory: its *.json)\n"
-	      "       dumpwatch counters --pid PID|--name NAME [--interval 1s] [--format table|json] [--counters "
-	      "PROVIDER]\n"
-	      "                                             live GC, allocation, AppDomain and EventCounters figures\n"
-	      "       dumpwatch gc --pid PID|--name NAME [--format table|json]\n"
-	      "                                             one line per completed GC (index, type, pause, sizes)\n"
-	      "         (--name: every process of that name, present and future; --duration D stops after D)\n"
-	      "\n"
-	      "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
-	      "'gc-pause > 500ms', 'System.Runtime/cpu-usage > 90% for 10s'. All --when must hold at once.\n"
-	      "MB = 1,000,000 bytes, MiB = 1,048,576.\n"
-	      "\n"
-	      "options:\n"
-	      "  -p, --pid PID            the process to watch\n"
-	      "  -w, --when EXPR          a condition (repeatable; all must hold)\n"
-	      "  -d, --dump-dir DIR       where dumps go (default: the current directory)\n"
-	      "  -t, --dump-type TYPE     normal | withheap | triage | full (default withheap)\n"
-	      "      --dump-via HOW       runtime | exec | auto (default auto: the runtime's dump command)\n"
-	      "      --createdump PATH    the createdump that --dump-via exec runs (default: the host's runtime\n"
-	      "                           of the target's version); implies --dump-via exec\n"
-	      "  -n, --max-dumps N        exit after the N-th dump (default 1; 0 = no limit)\n"
-	      "  -c, --cooldown DURATION  least time between two dumps (default 10s)\n"
-	      "  -j, --journal FILE       append a JSON line for every attach, fire, dump and failure\n"
-	      "      --counter-interval DURATION  EventCounters interval (default 1s)\n"
-	      "      --dump-timeout D     kill a createdump still running after D (default 10m; 0 = no limit)\n"
-	      "      --min-free SIZE|PCT  skip a dump that would leave less free on the dump file system\n"
-	      "                           (e.g. 20GB or 10%; default 5%; 0 = no minimum)\n"
-	      "      --store-max-size SIZE  at most this much in stored dumps (default no limit)\n"
-	      "      --store-max-count N  at most N stored dumps (default no limit)\n"
-	      "      --store-full skip|delete-oldest  when a dump would break those (default skip)\n"
-	      "  -v, --verbose            print metrics as they arrive\n"
-	      "\n"
-	      "guard options (with --rules-dir; limits and dump type come from the rule files):\n"
-	      "  -r, --rules-dir DIR      the rule files (*.json), watched for changes; SIGHUP reloads\n"
-	      "      --state-dir DIR      where limits are kept across restarts (default: beside --journal)\n"
-	      "      --allow-dump-dir DIR a rule's dump.dir may also lie inside DIR (repeatable; by default\n"
-	      "                           only inside --dump-dir)\n"
-	      "      --socket-dir DIR     also watch DIR for new diagnostics sockets (repeatable)\n"
-	      "      --stop-timeout D     on SIGTERM, how long a dump in progress may take (default 5s)\n"
-	      "      --log journald|stderr  priority prefixes for journald (default: when JOURNAL_STREAM is set)\n"
-	      "  -h, --help, --version\n"
-	      "\n",
-	      f);
+	char record_duration[32], view_interval[32], cooldown[32], counter_interval[32], dump_timeout[32], min_free[32],
+	    stop_timeout[32], rule_cooldown[32];
+
+	units_format_duration(DW_DEFAULT_RECORD_DURATION_NS, record_duration, sizeof(record_duration));
+	units_format_duration(DW_DEFAULT_VIEW_INTERVAL_NS, view_interval, sizeof(view_interval));
+	units_format_duration(DW_DEFAULT_WATCH_COOLDOWN_NS, cooldown, sizeof(cooldown));
+	units_format_duration(DW_DEFAULT_COUNTER_INTERVAL_NS, counter_interval, sizeof(counter_interval));
+	units_format_duration(DW_DEFAULT_DUMP_TIMEOUT_NS, dump_timeout, sizeof(dump_timeout));
+	units_format(DW_DEFAULT_MIN_FREE_PCT, UNIT_PERCENT, min_free, sizeof(min_free));
+	units_format_duration(DW_DEFAULT_STOP_TIMEOUT_NS, stop_timeout, sizeof(stop_timeout));
+	units_format_duration(DW_DEFAULT_RULE_COOLDOWN_NS, rule_cooldown, sizeof(rule_cooldown));
+	fprintf(
+	    f,
+	    "usage: dumpwatch PID MB                      dump PID when its GC heap passes MB megabytes, then exit\n"
+	    "       dumpwatch --pid PID --when EXPR [--when EXPR ...] [options]\n"
+	    "       dumpwatch --rules-dir DIR [options]   guard every .NET process the rule files in DIR match\n"
+	    "       dumpwatch ps [--json]                 list .NET processes\n"
+	    "       dumpwatch record --pid PID --out FILE [--duration %s]\n"
+	    "       dumpwatch check [--dump-dir DIR] [--allow-dump-dir DIR] PATH...\n"
+	    "                                             validate rule files (a directory: its *.json)\n"
+	    "       dumpwatch counters --pid PID|--name NAME [--interval %s] [--format table|json] [--counters "
+	    "PROVIDER]\n"
+	    "                                             live GC, allocation, AppDomain and EventCounters figures\n"
+	    "       dumpwatch gc --pid PID|--name NAME [--format table|json]\n"
+	    "                                             one line per completed GC (index, type, pause, sizes)\n"
+	    "         (--name: every process of that name, present and future; --duration D stops after D)\n"
+	    "\n"
+	    "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
+	    "'gc-pause > 500ms', 'System.Runtime/cpu-usage > 90%% for 10s'. All --when must hold at once.\n"
+	    "MB = 1,000,000 bytes, MiB = 1,048,576.\n"
+	    "\n"
+	    "options:\n"
+	    "  -p, --pid PID            the process to watch\n"
+	    "  -w, --when EXPR          a condition (repeatable; all must hold)\n"
+	    "  -d, --dump-dir DIR       where dumps go (default %s, the current directory)\n"
+	    "  -t, --dump-type TYPE     normal | withheap | triage | full (default %s)\n"
+	    "      --dump-via HOW       runtime | exec | auto (default %s: the runtime's dump command)\n"
+	    "      --createdump PATH    the createdump that --dump-via exec runs (default: the host's runtime\n"
+	    "                           of the target's version); implies --dump-via exec\n"
+	    "  -n, --max-dumps N        exit after the N-th dump (default %d; 0 = no limit)\n"
+	    "  -c, --cooldown DURATION  least time between two dumps (default %s)\n"
+	    "  -j, --journal FILE       append a JSON line for every attach, fire, dump and failure\n"
+	    "      --counter-interval DURATION  EventCounters interval (default %s)\n"
+	    "      --dump-timeout D     kill a createdump still running after D (default %s; 0 = no limit)\n"
+	    "      --min-free SIZE|PCT  skip a dump that would leave less free on the dump file system\n"
+	    "                           (e.g. 20GB or 10%%; default %s; 0 = no minimum)\n"
+	    "      --store-max-size SIZE  at most this much in stored dumps (default no limit)\n"
+	    "      --store-max-count N  at most N stored dumps (default no limit)\n"
+	    "      --store-full skip|delete-oldest  when a dump would break those (default skip)\n"
+	    "  -v, --verbose            print metrics as they arrive\n"
+	    "\n"
+	    "guard options (with --rules-dir; limits and dump type come from the rule files, by default\n"
+	    "max-dumps %d, cooldown %s, type %s):\n"
+	    "  -r, --rules-dir DIR      the rule files (*.json), watched for changes; SIGHUP reloads\n"
+	    "      --state-dir DIR      where limits are kept across restarts (default: beside --journal)\n"
+	    "      --allow-dump-dir DIR a rule's dump.dir may also lie inside DIR (repeatable; by default\n"
+	    "                           only inside --dump-dir)\n"
+	    "      --socket-dir DIR     also watch DIR for new diagnostics sockets (repeatable)\n"
+	    "      --stop-timeout D     on SIGTERM, how long a dump in progress may take (default %s)\n"
+	    "      --log journald|stderr  priority prefixes for journald (default: when JOURNAL_STREAM is set)\n"
+	    "  -h, --help, --version\n"
+	    "\n",
+	    record_duration, view_interval, DW_DEFAULT_DUMP_DIR, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE),
+	    dump_via_name(DW_DEFAULT_DUMP_VIA), DW_DEFAULT_MAX_DUMPS, cooldown, counter_interval, dump_timeout,
+	    min_free, DW_DEFAULT_MAX_DUMPS, rule_cooldown, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE), stop_timeout);
 	exit_codes_print(f);
 }
 
@@ -161,7 +204,7 @@ static int cmd_record(int argc, char **argv)
 	                                     {NULL, 0, NULL, 0}};
 	pid_t pid = 0;
 	const char *out = NULL;
-	int64_t duration = 5000000000LL;
+	int64_t duration = DW_DEFAULT_RECORD_DURATION_NS;
 	char err[512];
 	int c;
 
@@ -214,7 +257,7 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	o.kind = kind;
-	o.interval_ns = 1000000000LL;
+	o.interval_ns = DW_DEFAULT_VIEW_INTERVAL_NS;
 	o.json = !isatty(STDOUT_FILENO);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:n:i:f:D:c:", opts, NULL)) != -1) {
@@ -228,7 +271,7 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 			break;
 		case 'i':
 			if (units_parse_duration(optarg, &o.interval_ns, err, sizeof(err)) < 0 ||
-			    o.interval_ns < 1000000000LL || o.interval_ns % 1000000000LL) {
+			    o.interval_ns < DW_NS_PER_SEC || o.interval_ns % DW_NS_PER_SEC) {
 				log_error("--interval: whole seconds, at least 1s (EventCounters report in seconds), "
 				          "not \"%s\"",
 				          optarg);
@@ -289,10 +332,6 @@ static int check_dump_dir(const char *dir, char *out, size_t outlen)
 	return trust_path_normalize(abs, out, outlen);
 }
 
-/* The daemon's --dump-dir as the installed service has it (scripts/dumpwatch.service.in):
- * what check allows when it is told nothing. */
-#define SERVICE_DUMP_DIR "/var/lib/dumpwatch/dumps"
-
 static int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {{"dump-dir", required_argument, NULL, 'd'},
@@ -327,7 +366,7 @@ static int cmd_check(int argc, char **argv)
 			      "in it. Each file, the links to it and the directories above them must be root's or\n"
 			      "yours and writable by no one else. A rule's dump.dir must lie inside one of the\n"
 			      "directories given (as on the daemon's command line; default: the service's\n"
-			      "--dump-dir " SERVICE_DUMP_DIR ").\n"
+			      "--dump-dir " DW_SERVICE_DUMP_DIR ").\n"
 			      "\n",
 			      stdout);
 			exit_codes_print(stdout);
@@ -341,7 +380,7 @@ static int cmd_check(int argc, char **argv)
 		return DW_EXIT_USAGE;
 	}
 	if (n_dirs == 0)
-		dirs[n_dirs++] = SERVICE_DUMP_DIR;
+		dirs[n_dirs++] = DW_SERVICE_DUMP_DIR;
 	return rulefile_check_paths(argv + optind, (size_t)(argc - optind), dirs, n_dirs, stdout, stderr);
 }
 
@@ -396,7 +435,7 @@ static int run_guard(struct guard_options *go, const char *rules_dir, const char
 	go->journal_path = journal;
 	go->state_dir = sdir[0] ? sdir : NULL;
 	go->via = via;
-	go->counter_interval_sec = (uint32_t)(interval / 1000000000LL);
+	go->counter_interval_sec = (uint32_t)(interval / DW_NS_PER_SEC);
 	go->verbose = verbose;
 	go->stop_timeout_ns = stop_timeout;
 	return guard_run(go);
@@ -449,13 +488,13 @@ int main(int argc, char **argv)
 	static struct guard_options go;
 	struct watch_options o;
 	const char *rules_dir = NULL, *state_dir = NULL;
-	int64_t stop_timeout = 5000000000LL, dump_timeout = DUMP_DEFAULT_TIMEOUT_NS;
-	struct store_limits store = {.min_free_pct = STORE_DEFAULT_MIN_FREE_PCT};
+	int64_t stop_timeout = DW_DEFAULT_STOP_TIMEOUT_NS, dump_timeout = DW_DEFAULT_DUMP_TIMEOUT_NS;
+	struct store_limits store = {.min_free_pct = DW_DEFAULT_MIN_FREE_PCT};
 	int limits_given = 0;
 	char err[512], dir[PATH_MAX];
-	const char *dump_dir = ".", *createdump = NULL;
-	int64_t cooldown = 10000000000LL, interval = 1000000000LL;
-	long max_dumps = 1;
+	const char *dump_dir = DW_DEFAULT_DUMP_DIR, *createdump = NULL;
+	int64_t cooldown = DW_DEFAULT_WATCH_COOLDOWN_NS, interval = DW_DEFAULT_COUNTER_INTERVAL_NS;
+	long max_dumps = DW_DEFAULT_MAX_DUMPS;
 	int c;
 
 	if (argc > 1 && strcmp(argv[1], "ps") == 0)
@@ -471,7 +510,8 @@ int main(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	memset(&rule, 0, sizeof(rule));
-	rule.dump_type = DUMP_WITHHEAP;
+	o.via = DW_DEFAULT_DUMP_VIA;
+	rule.dump_type = DW_DEFAULT_DUMP_TYPE;
 	while ((c = getopt_long(argc, argv, "p:w:d:t:n:c:j:r:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -500,13 +540,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case OPT_VIA:
-			if (strcmp(optarg, "runtime") == 0)
-				o.via = DUMP_VIA_RUNTIME;
-			else if (strcmp(optarg, "exec") == 0)
-				o.via = DUMP_VIA_EXEC;
-			else if (strcmp(optarg, "auto") == 0)
-				o.via = DUMP_VIA_AUTO;
-			else {
+			if (dump_via_parse(optarg, &o.via) < 0) {
 				log_error("--dump-via must be runtime, exec or auto, not \"%s\"", optarg);
 				return DW_EXIT_USAGE;
 			}
@@ -541,7 +575,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case OPT_INTERVAL:
-			if (units_parse_duration(optarg, &interval, err, sizeof(err)) < 0 || interval < 1000000000LL) {
+			if (units_parse_duration(optarg, &interval, err, sizeof(err)) < 0 || interval < DW_NS_PER_SEC) {
 				log_error("--counter-interval needs a whole number of seconds, at least 1s");
 				return DW_EXIT_USAGE;
 			}
@@ -707,6 +741,6 @@ int main(int argc, char **argv)
 	o.rules = &rule;
 	o.n_rules = 1;
 	o.dump_dir = dir;
-	o.counter_interval_sec = (uint32_t)(interval / 1000000000LL);
+	o.counter_interval_sec = (uint32_t)(interval / DW_NS_PER_SEC);
 	return watch_run(&o);
 }

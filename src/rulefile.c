@@ -24,7 +24,8 @@
  *   limits       {max-dumps, window, cooldown}: max-dumps a non-negative
  *                integer (default 1; 0 = no limit) per process within window
  *                (default 0 = the lifetime of the process); cooldown the least
- *                time between two dumps of one process (default 10m)
+ *                time between two dumps of one process (default 10m); the
+ *                defaults are named, with their reasons, in defaults.h
  *   enabled      true or false (default true)
  *
  * Unknown keys at any level are errors (with the nearest allowed key
@@ -55,6 +56,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/catalog.h"
+#include "dumpwatch/defaults.h"
 #include "dumpwatch/exitcodes.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/trust.h"
@@ -63,7 +65,6 @@
 #define NO_OFF UINT32_MAX
 #define SCAN_NODES_MAX 200000 /* values in one file; far above any real rule file */
 #define KEY_MAX 256           /* longer keys are never known keys */
-#define DEFAULT_COOLDOWN_NS (600LL * 1000000000LL)
 
 /* ---- positions -------------------------------------------------------- */
 
@@ -876,10 +877,10 @@ static void parse_rule(struct ctx *c, int node, struct json_object *obj, int top
 
 	memset(fr, 0, sizeof(*fr));
 	fr->enabled = 1;
-	fr->rule.dump_type = DUMP_WITHHEAP;
-	fr->rule.limits.max_dumps = 1;
-	fr->rule.limits.window_ns = 0;
-	fr->rule.limits.cooldown_ns = DEFAULT_COOLDOWN_NS;
+	fr->rule.dump_type = DW_DEFAULT_DUMP_TYPE;
+	fr->rule.limits.max_dumps = DW_DEFAULT_MAX_DUMPS;
+	fr->rule.limits.window_ns = DW_DEFAULT_RULE_WINDOW_NS;
+	fr->rule.limits.cooldown_ns = DW_DEFAULT_RULE_COOLDOWN_NS;
 	ctx_pos(c, val_off(c, node), &fr->line, &column); /* the column is not kept */
 
 	if (!top) {
