@@ -17,7 +17,7 @@
 #include "dumpwatch/guard.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/record.h"
-#include "dumpwatch/rulefile.h"
+#include "dumpwatch/rulecheck.h"
 #include "dumpwatch/rules.h"
 #include "dumpwatch/trust.h"
 #include "dumpwatch/units.h"
