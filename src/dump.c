@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dumpwatch/defaults.h"
 #include "dumpwatch/ipc.h"
 #include "dumpwatch/store.h"
 #include "dumpwatch/text.h"
@@ -99,7 +100,7 @@ void dump_file_name_template(const char *tmpl, const char *process_name, pid_t p
 	if (!outlen)
 		return;
 	if (!tmpl || !tmpl[0])
-		tmpl = DUMP_DEFAULT_TEMPLATE;
+		tmpl = DW_DEFAULT_DUMP_NAME_TEMPLATE;
 	sanitize(process_name, name, sizeof(name), 64);
 	sanitize(rule_name, rule, sizeof(rule), 64);
 	gmtime_r(&s, &tm);

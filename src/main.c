@@ -1,6 +1,7 @@
-/* dumpwatch: command line. Parses arguments into options and hands over to
- * the watcher, the guard (--rules-dir), `ps`, `record`, or `check`; it holds
- * no logic of its own. */
+/* dumpwatch: command line. main() only dispatches on the mode; each mode has
+ * its own option parser, which fills that mode's options and hands over to
+ * the watcher, the guard (--rules-dir), `ps`, `record`, `check` or the views
+ * (`counters`, `gc`); it holds no logic of its own. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -10,11 +11,13 @@
 #include <unistd.h>
 
 #include "dumpwatch/catalog.h"
+#include "dumpwatch/defaults.h"
 #include "dumpwatch/discovery.h"
+#include "dumpwatch/exitcodes.h"
 #include "dumpwatch/guard.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/record.h"
-#include "dumpwatch/rulefile.h"
+#include "dumpwatch/rulecheck.h"
 #include "dumpwatch/rules.h"
 #include "dumpwatch/trust.h"
 #include "dumpwatch/units.h"
@@ -23,59 +26,110 @@
 
 #define DUMPWATCH_VERSION "0.1.0"
 
+/* ---- help and the parsers every mode shares ----------------------------- */
+
+/* The exit-status table (exitcodes.h), as --help shows it. */
+static void exit_codes_print(FILE *f)
+{
+	fputs("exit status (every mode):\n", f);
+	for (size_t i = 0; i < dw_n_exit_codes; i++)
+		fprintf(f, "  %3d %-8s %s\n", dw_exit_codes[i].code, dw_exit_codes[i].name, dw_exit_codes[i].meaning);
+}
+
+/* The values --dump-via takes. */
+static const struct {
+	const char *name;
+	enum dump_via via;
+} dump_vias[] = {{"runtime", DUMP_VIA_RUNTIME}, {"exec", DUMP_VIA_EXEC}, {"auto", DUMP_VIA_AUTO}};
+
+static const char *dump_via_name(enum dump_via via)
+{
+	for (size_t i = 0; i < sizeof(dump_vias) / sizeof(dump_vias[0]); i++)
+		if (dump_vias[i].via == via)
+			return dump_vias[i].name;
+	return "?";
+}
+
+/* --dump-via: 0, or -EINVAL for a name not in dump_vias. */
+static int dump_via_parse(const char *text, enum dump_via *out)
+{
+	for (size_t i = 0; i < sizeof(dump_vias) / sizeof(dump_vias[0]); i++)
+		if (strcmp(text, dump_vias[i].name) == 0) {
+			*out = dump_vias[i].via;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* The help text; every default in it comes from defaults.h. */
 static void usage(FILE *f)
 {
-	fputs("usage: dumpwatch PID MB                      dump PID when its GC heap passes MB megabytes, then exit\n"
-	      "       dumpwatch --pid PID --when EXPR [--when EXPR ...] [options]\n"
-	      "       dumpwatch --rules-dir DIR [options]   guard every .NET process the rule files in DIR match\n"
-	      "       dumpwatch ps [--json]                 list .NET processes\n"
-	      "       dumpwatch record --pid PID --out FILE [--duration 5s]\n"
-	      "       dumpwatch check [--dump-dir DIR] [--allow-dump-dir DIR] PATH...\n"
-	      "                                             validate rule files (a directory: its *.json)\n"
-	      "       dumpwatch counters --pid PID|--name NAME [--interval 1s] [--format table|json] [--counters "
-	      "PROVIDER]\n"
-	      "                                             live GC, allocation, AppDomain and EventCounters figures\n"
-	      "       dumpwatch gc --pid PID|--name NAME [--format table|json]\n"
-	      "                                             one line per completed GC (index, type, pause, sizes)\n"
-	      "         (--name: every process of that name, present and future; --duration D stops after D)\n"
-	      "\n"
-	      "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
-	      "'gc-pause > 500ms', 'System.Runtime/cpu-usage > 90% for 10s'. All --when must hold at once.\n"
-	      "MB = 1,000,000 bytes, MiB = 1,048,576.\n"
-	      "\n"
-	      "options:\n"
-	      "  -p, --pid PID            the process to watch\n"
-	      "  -w, --when EXPR          a condition (repeatable; all must hold)\n"
-	      "  -d, --dump-dir DIR       where dumps go (default: the current directory)\n"
-	      "  -t, --dump-type TYPE     normal | withheap | triage | full (default withheap)\n"
-	      "      --dump-via HOW       runtime | exec | auto (default auto: the runtime's dump command)\n"
-	      "      --createdump PATH    the createdump that --dump-via exec runs (default: the host's runtime\n"
-	      "                           of the target's version); implies --dump-via exec\n"
-	      "  -n, --max-dumps N        exit after the N-th dump (default 1; 0 = no limit)\n"
-	      "  -c, --cooldown DURATION  least time between two dumps (default 10s)\n"
-	      "  -j, --journal FILE       append a JSON line for every attach, fire, dump and failure\n"
-	      "      --counter-interval DURATION  EventCounters interval (default 1s)\n"
-	      "      --dump-timeout D     kill a createdump still running after D (default 10m; 0 = no limit)\n"
-	      "      --min-free SIZE|PCT  skip a dump that would leave less free on the dump file system\n"
-	      "                           (e.g. 20GB or 10%; default 5%; 0 = no minimum)\n"
-	      "      --store-max-size SIZE  at most this much in stored dumps (default no limit)\n"
-	      "      --store-max-count N  at most N stored dumps (default no limit)\n"
-	      "      --store-full skip|delete-oldest  when a dump would break those (default skip)\n"
-	      "  -v, --verbose            print metrics as they arrive\n"
-	      "\n"
-	      "guard options (with --rules-dir; limits and dump type come from the rule files):\n"
-	      "  -r, --rules-dir DIR      the rule files (*.json), watched for changes; SIGHUP reloads\n"
-	      "      --state-dir DIR      where limits are kept across restarts (default: beside --journal)\n"
-	      "      --allow-dump-dir DIR a rule's dump.dir may also lie inside DIR (repeatable; by default\n"
-	      "                           only inside --dump-dir)\n"
-	      "      --socket-dir DIR     also watch DIR for new diagnostics sockets (repeatable)\n"
-	      "      --stop-timeout D     on SIGTERM, how long a dump in progress may take (default 5s)\n"
-	      "      --log journald|stderr  priority prefixes for journald (default: when JOURNAL_STREAM is set)\n"
-	      "  -h, --help, --version\n"
-	      "\n"
-	      "exit status: 0 done (dumps taken, or the process exited first), 1 usage, 2 process not found /\n"
-	      "not .NET / unreachable, 3 a dump failed, 4 event stream failure, 130 stopped by a signal\n",
-	      f);
+	char record_duration[32], view_interval[32], cooldown[32], counter_interval[32], dump_timeout[32], min_free[32],
+	    stop_timeout[32], rule_cooldown[32];
+
+	units_format_duration(DW_DEFAULT_RECORD_DURATION_NS, record_duration, sizeof(record_duration));
+	units_format_duration(DW_DEFAULT_VIEW_INTERVAL_NS, view_interval, sizeof(view_interval));
+	units_format_duration(DW_DEFAULT_WATCH_COOLDOWN_NS, cooldown, sizeof(cooldown));
+	units_format_duration(DW_DEFAULT_COUNTER_INTERVAL_NS, counter_interval, sizeof(counter_interval));
+	units_format_duration(DW_DEFAULT_DUMP_TIMEOUT_NS, dump_timeout, sizeof(dump_timeout));
+	units_format(DW_DEFAULT_MIN_FREE_PCT, UNIT_PERCENT, min_free, sizeof(min_free));
+	units_format_duration(DW_DEFAULT_STOP_TIMEOUT_NS, stop_timeout, sizeof(stop_timeout));
+	units_format_duration(DW_DEFAULT_RULE_COOLDOWN_NS, rule_cooldown, sizeof(rule_cooldown));
+	fprintf(
+	    f,
+	    "usage: dumpwatch PID MB                      dump PID when its GC heap passes MB megabytes, then exit\n"
+	    "       dumpwatch --pid PID --when EXPR [--when EXPR ...] [options]\n"
+	    "       dumpwatch --rules-dir DIR [options]   guard every .NET process the rule files in DIR match\n"
+	    "       dumpwatch ps [--json]                 list .NET processes\n"
+	    "       dumpwatch record --pid PID --out FILE [--duration %s]\n"
+	    "       dumpwatch check [--dump-dir DIR] [--allow-dump-dir DIR] PATH...\n"
+	    "                                             validate rule files (a directory: its *.json)\n"
+	    "       dumpwatch counters --pid PID|--name NAME [--interval %s] [--format table|json] [--counters "
+	    "PROVIDER]\n"
+	    "                                             live GC, allocation, AppDomain and EventCounters figures\n"
+	    "       dumpwatch gc --pid PID|--name NAME [--format table|json]\n"
+	    "                                             one line per completed GC (index, type, pause, sizes)\n"
+	    "         (--name: every process of that name, present and future; --duration D stops after D)\n"
+	    "\n"
+	    "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
+	    "'gc-pause > 500ms', 'System.Runtime/cpu-usage > 90%% for 10s'. All --when must hold at once.\n"
+	    "MB = 1,000,000 bytes, MiB = 1,048,576.\n"
+	    "\n"
+	    "options:\n"
+	    "  -p, --pid PID            the process to watch\n"
+	    "  -w, --when EXPR          a condition (repeatable; all must hold)\n"
+	    "  -d, --dump-dir DIR       where dumps go (default %s, the current directory)\n"
+	    "  -t, --dump-type TYPE     normal | withheap | triage | full (default %s)\n"
+	    "      --dump-via HOW       runtime | exec | auto (default %s: the runtime's dump command)\n"
+	    "      --createdump PATH    the createdump that --dump-via exec runs (default: the host's runtime\n"
+	    "                           of the target's version); implies --dump-via exec\n"
+	    "  -n, --max-dumps N        exit after the N-th dump (default %d; 0 = no limit)\n"
+	    "  -c, --cooldown DURATION  least time between two dumps (default %s)\n"
+	    "  -j, --journal FILE       append a JSON line for every attach, fire, dump and failure\n"
+	    "      --counter-interval DURATION  EventCounters interval (default %s)\n"
+	    "      --dump-timeout D     kill a createdump still running after D (default %s; 0 = no limit)\n"
+	    "      --min-free SIZE|PCT  skip a dump that would leave less free on the dump file system\n"
+	    "                           (e.g. 20GB or 10%%; default %s; 0 = no minimum)\n"
+	    "      --store-max-size SIZE  at most this much in stored dumps (default no limit)\n"
+	    "      --store-max-count N  at most N stored dumps (default no limit)\n"
+	    "      --store-full skip|delete-oldest  when a dump would break those (default skip)\n"
+	    "  -v, --verbose            print metrics as they arrive\n"
+	    "\n"
+	    "guard options (with --rules-dir; limits and dump type come from the rule files, by default\n"
+	    "max-dumps %d, cooldown %s, type %s):\n"
+	    "  -r, --rules-dir DIR      the rule files (*.json), watched for changes; SIGHUP reloads\n"
+	    "      --state-dir DIR      where limits are kept across restarts (default: beside --journal)\n"
+	    "      --allow-dump-dir DIR a rule's dump.dir may also lie inside DIR (repeatable; by default\n"
+	    "                           only inside --dump-dir)\n"
+	    "      --socket-dir DIR     also watch DIR for new diagnostics sockets (repeatable)\n"
+	    "      --stop-timeout D     on SIGTERM, how long a dump in progress may take (default %s)\n"
+	    "      --log journald|stderr  priority prefixes for journald (default: when JOURNAL_STREAM is set)\n"
+	    "  -h, --help, --version\n"
+	    "\n",
+	    record_duration, view_interval, DW_DEFAULT_DUMP_DIR, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE),
+	    dump_via_name(DW_DEFAULT_DUMP_VIA), DW_DEFAULT_MAX_DUMPS, cooldown, counter_interval, dump_timeout,
+	    min_free, DW_DEFAULT_MAX_DUMPS, rule_cooldown, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE), stop_timeout);
+	exit_codes_print(f);
 }
 
 /* --min-free: a size ("20GB") or a percentage of the file system ("10%"). */
@@ -125,6 +179,34 @@ static int pid_option(const char *s, pid_t *out)
 	return 0;
 }
 
+/* A duration option's value, or one line "NAME: what was wrong". */
+static int duration_option(const char *name, const char *arg, int64_t *out)
+{
+	char err[512];
+
+	if (units_parse_duration(arg, out, err, sizeof(err)) < 0) {
+		log_error("%s: %s", name, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A count option's value (0 for no limit, at most max), or one line. */
+static int count_option(const char *name, const char *arg, long max, long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || *out < 0 || *out > max) {
+		log_error("%s needs a count (0 for no limit), not \"%s\"", name, arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- ps, record, the views, check --------------------------------------- */
+
 static int cmd_ps(int argc, char **argv)
 {
 	int json = 0;
@@ -153,7 +235,7 @@ static int cmd_record(int argc, char **argv)
 	                                     {NULL, 0, NULL, 0}};
 	pid_t pid = 0;
 	const char *out = NULL;
-	int64_t duration = 5000000000LL;
+	int64_t duration = DW_DEFAULT_RECORD_DURATION_NS;
 	char err[512];
 	int c;
 
@@ -168,10 +250,8 @@ static int cmd_record(int argc, char **argv)
 			out = optarg;
 			break;
 		case 'D':
-			if (units_parse_duration(optarg, &duration, err, sizeof(err)) < 0) {
-				log_error("--duration: %s", err);
+			if (duration_option("--duration", optarg, &duration) < 0)
 				return DW_EXIT_USAGE;
-			}
 			break;
 		default:
 			return DW_EXIT_USAGE;
@@ -206,7 +286,7 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	o.kind = kind;
-	o.interval_ns = 1000000000LL;
+	o.interval_ns = DW_DEFAULT_VIEW_INTERVAL_NS;
 	o.json = !isatty(STDOUT_FILENO);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "p:n:i:f:D:c:", opts, NULL)) != -1) {
@@ -220,7 +300,7 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 			break;
 		case 'i':
 			if (units_parse_duration(optarg, &o.interval_ns, err, sizeof(err)) < 0 ||
-			    o.interval_ns < 1000000000LL || o.interval_ns % 1000000000LL) {
+			    o.interval_ns < DW_NS_PER_SEC || o.interval_ns % DW_NS_PER_SEC) {
 				log_error("--interval: whole seconds, at least 1s (EventCounters report in seconds), "
 				          "not \"%s\"",
 				          optarg);
@@ -236,10 +316,8 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 			format_given = 1;
 			break;
 		case 'D':
-			if (units_parse_duration(optarg, &o.duration_ns, err, sizeof(err)) < 0) {
-				log_error("--duration: %s", err);
+			if (duration_option("--duration", optarg, &o.duration_ns) < 0)
 				return DW_EXIT_USAGE;
-			}
 			break;
 		case 'c':
 			if (o.n_providers == sizeof(o.providers) / sizeof(o.providers[0])) {
@@ -281,10 +359,6 @@ static int check_dump_dir(const char *dir, char *out, size_t outlen)
 	return trust_path_normalize(abs, out, outlen);
 }
 
-/* The daemon's --dump-dir as the installed service has it (scripts/dumpwatch.service.in):
- * what check allows when it is told nothing. */
-#define SERVICE_DUMP_DIR "/var/lib/dumpwatch/dumps"
-
 static int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {{"dump-dir", required_argument, NULL, 'd'},
@@ -303,12 +377,12 @@ static int cmd_check(int argc, char **argv)
 		case 'a':
 			if (n_dirs == sizeof(dirs) / sizeof(dirs[0])) {
 				fprintf(stderr, "dumpwatch check: at most %zu dump directories\n", n_dirs);
-				return 2;
+				return DW_EXIT_USAGE;
 			}
 			if (check_dump_dir(optarg, dirs_buf[n_dirs], sizeof(dirs_buf[n_dirs])) < 0) {
 				fprintf(stderr, "dumpwatch check: %s: not an absolute directory without \"..\"\n",
 				        optarg);
-				return 2;
+				return DW_EXIT_USAGE;
 			}
 			dirs[n_dirs] = dirs_buf[n_dirs];
 			n_dirs++;
@@ -319,98 +393,210 @@ static int cmd_check(int argc, char **argv)
 			      "in it. Each file, the links to it and the directories above them must be root's or\n"
 			      "yours and writable by no one else. A rule's dump.dir must lie inside one of the\n"
 			      "directories given (as on the daemon's command line; default: the service's\n"
-			      "--dump-dir " SERVICE_DUMP_DIR ").\n"
-			      "exit status: 0 all good, 1 a file has errors or is refused, 2 a path cannot be read\n",
+			      "--dump-dir " DW_SERVICE_DUMP_DIR ").\n"
+			      "\n",
 			      stdout);
-			return 0;
+			exit_codes_print(stdout);
+			return DW_EXIT_OK;
 		default:
-			return 2;
+			return DW_EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
 		fputs("usage: dumpwatch check [--dump-dir DIR] [--allow-dump-dir DIR]... PATH...\n", stderr);
-		return 2;
+		return DW_EXIT_USAGE;
 	}
 	if (n_dirs == 0)
-		dirs[n_dirs++] = SERVICE_DUMP_DIR;
+		dirs[n_dirs++] = DW_SERVICE_DUMP_DIR;
 	return rulefile_check_paths(argv + optind, (size_t)(argc - optind), dirs, n_dirs, stdout, stderr);
 }
 
-/* Guard mode: absolute paths, the state directory beside the journal by
- * default, then guard_run. */
-static int run_guard(struct guard_options *go, const char *rules_dir, const char *dump_dir, const char *journal,
-                     const char *state_dir, enum dump_via via, int64_t interval, int64_t stop_timeout, int verbose,
-                     int watch_args)
-{
-	static char rdir[PATH_MAX], ddir[PATH_MAX], sdir[PATH_MAX], adirs[GUARD_ALLOW_DUMP_DIRS_MAX][PATH_MAX];
+/* ---- the watch and the guard ------------------------------------------ */
 
-	if (watch_args) {
-		log_error("--rules-dir takes its rules, limits and processes from the rule files; --pid, --when, "
-		          "--dump-type, --max-dumps, --cooldown and PID MB are for watching one process");
-		return DW_EXIT_USAGE;
+/* What the command line of the one-process watch and of the guard says: the
+ * two share one option set, and --rules-dir picks the guard. */
+struct cli {
+	struct rule rule; /* --when conditions, --dump-type */
+	long max_dumps;
+	int64_t cooldown_ns;
+	int limits_given; /* --dump-type, --max-dumps or --cooldown was given */
+	pid_t pid;
+	const char *dump_dir, *journal, *createdump, *rules_dir, *state_dir;
+	enum dump_via via;
+	int verbose;
+	int64_t counter_interval_ns, stop_timeout_ns, dump_timeout_ns;
+	struct store_limits store;
+	const char *socket_dirs[GUARD_SOCKET_DIRS_MAX];
+	size_t n_socket_dirs;
+	const char *allow_dump_dirs[GUARD_ALLOW_DUMP_DIRS_MAX];
+	size_t n_allow_dump_dirs;
+	char **operands; /* PID MB */
+	int n_operands;
+};
+
+/* cli_parse's "no exit status yet: go on". */
+#define CLI_GO_ON (-1)
+
+enum {
+	OPT_VERSION = 256,
+	OPT_VIA,
+	OPT_INTERVAL,
+	OPT_STATE_DIR,
+	OPT_SOCKET_DIR,
+	OPT_STOP_TIMEOUT,
+	OPT_LOG,
+	OPT_DUMP_TIMEOUT,
+	OPT_MIN_FREE,
+	OPT_STORE_MAX_SIZE,
+	OPT_STORE_MAX_COUNT,
+	OPT_STORE_FULL,
+	OPT_CREATEDUMP,
+	OPT_ALLOW_DUMP_DIR
+};
+
+/* --createdump: checked now, so that a file root must not run is a usage
+ * error at start, not a failed dump at 3 a.m. */
+static int createdump_option(const char *arg)
+{
+	char resolved[PATH_MAX], err[512];
+
+	if (dump_find_createdump(NULL, arg, resolved, sizeof(resolved), err, sizeof(err)) < 0) {
+		log_error("--createdump: %s", err);
+		return -EINVAL;
 	}
-	if (rules_dir[0] == '/')
-		snprintf(rdir, sizeof(rdir), "%s", rules_dir);
-	else if (!getcwd(sdir, sizeof(sdir)) ||
-	         snprintf(rdir, sizeof(rdir), "%s/%s", sdir, rules_dir) >= (int)sizeof(rdir)) {
-		log_error("--rules-dir %s: path too long", rules_dir);
-		return DW_EXIT_USAGE;
-	}
-	/* The rules directory may not exist yet (it is picked up when it
-	 * appears); the dump directory must. */
-	if (!realpath(dump_dir, ddir)) {
-		log_error("dump directory %s: %s", dump_dir, strerror(errno));
-		return DW_EXIT_USAGE;
-	}
-	/* Compared with the rules' dump.dir as real paths. */
-	for (size_t i = 0; i < go->n_allow_dump_dirs; i++) {
-		if (!realpath(go->allow_dump_dirs[i], adirs[i])) {
-			log_error("--allow-dump-dir %s: %s", go->allow_dump_dirs[i], strerror(errno));
-			return DW_EXIT_USAGE;
-		}
-		go->allow_dump_dirs[i] = adirs[i];
-	}
-	sdir[0] = '\0';
-	if (state_dir) {
-		snprintf(sdir, sizeof(sdir), "%s", state_dir);
-	} else if (journal) {
-		const char *slash = strrchr(journal, '/');
-		if (!slash)
-			snprintf(sdir, sizeof(sdir), ".");
-		else
-			snprintf(sdir, sizeof(sdir), "%.*s", (int)(slash == journal ? 1 : slash - journal), journal);
-	} else {
-		log_warn("no --journal or --state-dir: dump limits will not survive a restart");
-	}
-	go->rules_dir = rdir;
-	go->dump_dir = ddir;
-	go->journal_path = journal;
-	go->state_dir = sdir[0] ? sdir : NULL;
-	go->via = via;
-	go->counter_interval_sec = (uint32_t)(interval / 1000000000LL);
-	go->verbose = verbose;
-	go->stop_timeout_ns = stop_timeout;
-	return guard_run(go);
+	return 0;
 }
 
-int main(int argc, char **argv)
+/* One option of the watch and the guard into c: 0, or -EINVAL after saying
+ * what was wrong. */
+static int cli_option(struct cli *c, int opt, const char *arg)
 {
-	enum {
-		OPT_VERSION = 256,
-		OPT_VIA,
-		OPT_INTERVAL,
-		OPT_STATE_DIR,
-		OPT_SOCKET_DIR,
-		OPT_STOP_TIMEOUT,
-		OPT_LOG,
-		OPT_DUMP_TIMEOUT,
-		OPT_MIN_FREE,
-		OPT_STORE_MAX_SIZE,
-		OPT_STORE_MAX_COUNT,
-		OPT_STORE_FULL,
-		OPT_CREATEDUMP,
-		OPT_ALLOW_DUMP_DIR
-	};
+	char err[512];
+	double v;
+	long n;
+
+	switch (opt) {
+	case 'p':
+		return pid_option(arg, &c->pid);
+	case 'w':
+		if (c->rule.n_conds == RULE_MAX_CONDS) {
+			log_error("at most %d --when conditions", RULE_MAX_CONDS);
+			return -EINVAL;
+		}
+		if (rule_cond_parse(arg, &c->rule.conds[c->rule.n_conds], err, sizeof(err)) < 0) {
+			log_error("--when '%s': %s", arg, err);
+			return -EINVAL;
+		}
+		c->rule.n_conds++;
+		return 0;
+	case 'd':
+		c->dump_dir = arg;
+		return 0;
+	case 't':
+		c->limits_given = 1;
+		if (rule_dump_type_parse(arg, &c->rule.dump_type) < 0) {
+			log_error("--dump-type must be normal, withheap, triage or full, not \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_VIA:
+		if (dump_via_parse(arg, &c->via) < 0) {
+			log_error("--dump-via must be runtime, exec or auto, not \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_CREATEDUMP:
+		if (createdump_option(arg) < 0)
+			return -EINVAL;
+		c->createdump = arg;
+		return 0;
+	case 'n':
+		c->limits_given = 1;
+		return count_option("--max-dumps", arg, 100000, &c->max_dumps);
+	case 'c':
+		c->limits_given = 1;
+		return duration_option("--cooldown", arg, &c->cooldown_ns);
+	case OPT_INTERVAL:
+		if (units_parse_duration(arg, &c->counter_interval_ns, err, sizeof(err)) < 0 ||
+		    c->counter_interval_ns < DW_NS_PER_SEC) {
+			log_error("--counter-interval needs a whole number of seconds, at least 1s");
+			return -EINVAL;
+		}
+		return 0;
+	case 'j':
+		c->journal = arg;
+		return 0;
+	case 'r':
+		c->rules_dir = arg;
+		return 0;
+	case OPT_STATE_DIR:
+		c->state_dir = arg;
+		return 0;
+	case OPT_SOCKET_DIR:
+		if (c->n_socket_dirs == GUARD_SOCKET_DIRS_MAX) {
+			log_error("at most %d --socket-dir", GUARD_SOCKET_DIRS_MAX);
+			return -EINVAL;
+		}
+		c->socket_dirs[c->n_socket_dirs++] = arg;
+		return 0;
+	case OPT_ALLOW_DUMP_DIR:
+		if (c->n_allow_dump_dirs == GUARD_ALLOW_DUMP_DIRS_MAX) {
+			log_error("at most %d --allow-dump-dir", GUARD_ALLOW_DUMP_DIRS_MAX);
+			return -EINVAL;
+		}
+		c->allow_dump_dirs[c->n_allow_dump_dirs++] = arg;
+		return 0;
+	case OPT_STOP_TIMEOUT:
+		return duration_option("--stop-timeout", arg, &c->stop_timeout_ns);
+	case OPT_DUMP_TIMEOUT:
+		return duration_option("--dump-timeout", arg, &c->dump_timeout_ns);
+	case OPT_MIN_FREE:
+		return store_option_min_free(arg, &c->store);
+	case OPT_STORE_MAX_SIZE:
+		if (units_parse_value(arg, UNIT_BYTES, &v, err, sizeof(err)) < 0) {
+			log_error("--store-max-size: %s", err);
+			return -EINVAL;
+		}
+		c->store.max_bytes = (uint64_t)v;
+		return 0;
+	case OPT_STORE_MAX_COUNT:
+		if (count_option("--store-max-count", arg, 1000000, &n) < 0)
+			return -EINVAL;
+		c->store.max_count = (uint32_t)n;
+		return 0;
+	case OPT_STORE_FULL:
+		if (strcmp(arg, "skip") == 0)
+			c->store.delete_oldest = 0;
+		else if (strcmp(arg, "delete-oldest") == 0)
+			c->store.delete_oldest = 1;
+		else {
+			log_error("--store-full must be skip or delete-oldest, not \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_LOG:
+		if (strcmp(arg, "journald") == 0)
+			log_set_journald(1);
+		else if (strcmp(arg, "stderr") == 0)
+			log_set_journald(0);
+		else {
+			log_error("--log must be journald or stderr, not \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'v':
+		c->verbose = 1;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* Parses the command line of the watch and the guard into c (defaults
+ * first). Returns CLI_GO_ON, or the exit status when there is nothing more
+ * to do (--help, --version, a bad option). */
+static int cli_parse(int argc, char **argv, struct cli *c)
+{
 	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
 	                                     {"when", required_argument, NULL, 'w'},
 	                                     {"dump-dir", required_argument, NULL, 'd'},
@@ -436,268 +622,245 @@ int main(int argc, char **argv)
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, OPT_VERSION},
 	                                     {NULL, 0, NULL, 0}};
-	static struct rule rule;
-	static struct guard_options go;
-	struct watch_options o;
-	const char *rules_dir = NULL, *state_dir = NULL;
-	int64_t stop_timeout = 5000000000LL, dump_timeout = DUMP_DEFAULT_TIMEOUT_NS;
-	struct store_limits store = {.min_free_pct = STORE_DEFAULT_MIN_FREE_PCT};
-	int limits_given = 0;
-	char err[512], dir[PATH_MAX];
-	const char *dump_dir = ".", *createdump = NULL;
-	int64_t cooldown = 10000000000LL, interval = 1000000000LL;
-	long max_dumps = 1;
-	int c;
+	int opt;
 
-	if (argc > 1 && strcmp(argv[1], "ps") == 0)
-		return cmd_ps(argc - 1, argv + 1);
-	if (argc > 1 && strcmp(argv[1], "record") == 0)
-		return cmd_record(argc - 1, argv + 1);
-	if (argc > 1 && strcmp(argv[1], "check") == 0)
-		return cmd_check(argc - 1, argv + 1);
-	if (argc > 1 && strcmp(argv[1], "counters") == 0)
-		return cmd_view(VIEW_COUNTERS, argc - 1, argv + 1);
-	if (argc > 1 && strcmp(argv[1], "gc") == 0)
-		return cmd_view(VIEW_GC, argc - 1, argv + 1);
-
-	memset(&o, 0, sizeof(o));
-	memset(&rule, 0, sizeof(rule));
-	rule.dump_type = DUMP_WITHHEAP;
-	while ((c = getopt_long(argc, argv, "p:w:d:t:n:c:j:r:vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (pid_option(optarg, &o.pid) < 0)
-				return DW_EXIT_USAGE;
-			break;
-		case 'w':
-			if (rule.n_conds == RULE_MAX_CONDS) {
-				log_error("at most %d --when conditions", RULE_MAX_CONDS);
-				return DW_EXIT_USAGE;
-			}
-			if (rule_cond_parse(optarg, &rule.conds[rule.n_conds], err, sizeof(err)) < 0) {
-				log_error("--when '%s': %s", optarg, err);
-				return DW_EXIT_USAGE;
-			}
-			rule.n_conds++;
-			break;
-		case 'd':
-			dump_dir = optarg;
-			break;
-		case 't':
-			limits_given = 1;
-			if (rule_dump_type_parse(optarg, &rule.dump_type) < 0) {
-				log_error("--dump-type must be normal, withheap, triage or full, not \"%s\"", optarg);
-				return DW_EXIT_USAGE;
-			}
-			break;
-		case OPT_VIA:
-			if (strcmp(optarg, "runtime") == 0)
-				o.via = DUMP_VIA_RUNTIME;
-			else if (strcmp(optarg, "exec") == 0)
-				o.via = DUMP_VIA_EXEC;
-			else if (strcmp(optarg, "auto") == 0)
-				o.via = DUMP_VIA_AUTO;
-			else {
-				log_error("--dump-via must be runtime, exec or auto, not \"%s\"", optarg);
-				return DW_EXIT_USAGE;
-			}
-			break;
-		case OPT_CREATEDUMP: {
-			char resolved[PATH_MAX];
-			/* Checked now, so that a file root must not run is a
-			 * usage error at start, not a failed dump at 3 a.m. */
-			if (dump_find_createdump(NULL, optarg, resolved, sizeof(resolved), err, sizeof(err)) < 0) {
-				log_error("--createdump: %s", err);
-				return DW_EXIT_USAGE;
-			}
-			createdump = optarg;
-			break;
-		}
-		case 'n': {
-			limits_given = 1;
-			char *end;
-			errno = 0;
-			max_dumps = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || max_dumps < 0 || max_dumps > 100000) {
-				log_error("--max-dumps needs a count (0 for no limit), not \"%s\"", optarg);
-				return DW_EXIT_USAGE;
-			}
-			break;
-		}
-		case 'c':
-			limits_given = 1;
-			if (units_parse_duration(optarg, &cooldown, err, sizeof(err)) < 0) {
-				log_error("--cooldown: %s", err);
-				return DW_EXIT_USAGE;
-			}
-			break;
-		case OPT_INTERVAL:
-			if (units_parse_duration(optarg, &interval, err, sizeof(err)) < 0 || interval < 1000000000LL) {
-				log_error("--counter-interval needs a whole number of seconds, at least 1s");
-				return DW_EXIT_USAGE;
-			}
-			break;
-		case 'j':
-			o.journal_path = optarg;
-			break;
-		case 'r':
-			rules_dir = optarg;
-			break;
-		case OPT_STATE_DIR:
-			state_dir = optarg;
-			break;
-		case OPT_SOCKET_DIR:
-			if (go.n_socket_dirs == GUARD_SOCKET_DIRS_MAX) {
-				log_error("at most %d --socket-dir", GUARD_SOCKET_DIRS_MAX);
-				return DW_EXIT_USAGE;
-			}
-			go.socket_dirs[go.n_socket_dirs++] = optarg;
-			break;
-		case OPT_ALLOW_DUMP_DIR:
-			if (go.n_allow_dump_dirs == GUARD_ALLOW_DUMP_DIRS_MAX) {
-				log_error("at most %d --allow-dump-dir", GUARD_ALLOW_DUMP_DIRS_MAX);
-				return DW_EXIT_USAGE;
-			}
-			go.allow_dump_dirs[go.n_allow_dump_dirs++] = optarg;
-			break;
-		case OPT_STOP_TIMEOUT:
-			if (units_parse_duration(optarg, &stop_timeout, err, sizeof(err)) < 0) {
-				log_error("--stop-timeout: %s", err);
-				return DW_EXIT_USAGE;
-			}
-			break;
-		case OPT_DUMP_TIMEOUT:
-			if (units_parse_duration(optarg, &dump_timeout, err, sizeof(err)) < 0) {
-				log_error("--dump-timeout: %s", err);
-				return DW_EXIT_USAGE;
-			}
-			break;
-		case OPT_MIN_FREE:
-			if (store_option_min_free(optarg, &store) < 0)
-				return DW_EXIT_USAGE;
-			break;
-		case OPT_STORE_MAX_SIZE: {
-			double v;
-			if (units_parse_value(optarg, UNIT_BYTES, &v, err, sizeof(err)) < 0) {
-				log_error("--store-max-size: %s", err);
-				return DW_EXIT_USAGE;
-			}
-			store.max_bytes = (uint64_t)v;
-			break;
-		}
-		case OPT_STORE_MAX_COUNT: {
-			char *end;
-			errno = 0;
-			long n = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || n < 0 || n > 1000000) {
-				log_error("--store-max-count needs a count (0 for no limit), not \"%s\"", optarg);
-				return DW_EXIT_USAGE;
-			}
-			store.max_count = (uint32_t)n;
-			break;
-		}
-		case OPT_STORE_FULL:
-			if (strcmp(optarg, "skip") == 0)
-				store.delete_oldest = 0;
-			else if (strcmp(optarg, "delete-oldest") == 0)
-				store.delete_oldest = 1;
-			else {
-				log_error("--store-full must be skip or delete-oldest, not \"%s\"", optarg);
-				return DW_EXIT_USAGE;
-			}
-			break;
-		case OPT_LOG:
-			if (strcmp(optarg, "journald") == 0)
-				log_set_journald(1);
-			else if (strcmp(optarg, "stderr") == 0)
-				log_set_journald(0);
-			else {
-				log_error("--log must be journald or stderr, not \"%s\"", optarg);
-				return DW_EXIT_USAGE;
-			}
-			break;
-		case 'v':
-			o.verbose = 1;
-			break;
+	memset(c, 0, sizeof(*c));
+	c->rule.dump_type = DW_DEFAULT_DUMP_TYPE;
+	c->max_dumps = DW_DEFAULT_MAX_DUMPS;
+	c->cooldown_ns = DW_DEFAULT_WATCH_COOLDOWN_NS;
+	c->dump_dir = DW_DEFAULT_DUMP_DIR;
+	c->via = DW_DEFAULT_DUMP_VIA;
+	c->counter_interval_ns = DW_DEFAULT_COUNTER_INTERVAL_NS;
+	c->stop_timeout_ns = DW_DEFAULT_STOP_TIMEOUT_NS;
+	c->dump_timeout_ns = DW_DEFAULT_DUMP_TIMEOUT_NS;
+	c->store.min_free_pct = DW_DEFAULT_MIN_FREE_PCT;
+	while ((opt = getopt_long(argc, argv, "p:w:d:t:n:c:j:r:vh", opts, NULL)) != -1) {
+		switch (opt) {
 		case 'h':
 			usage(stdout);
 			return DW_EXIT_OK;
 		case OPT_VERSION:
 			printf("dumpwatch %s\n", DUMPWATCH_VERSION);
 			return DW_EXIT_OK;
-		default:
+		case '?':
 			usage(stderr);
 			return DW_EXIT_USAGE;
+		default:
+			if (cli_option(c, opt, optarg) < 0)
+				return DW_EXIT_USAGE;
 		}
 	}
-
-	if (createdump) {
-		if (o.via == DUMP_VIA_RUNTIME) {
+	if (c->createdump) {
+		if (c->via == DUMP_VIA_RUNTIME) {
 			log_error("--createdump is what --dump-via exec runs; it cannot go with --dump-via runtime");
 			return DW_EXIT_USAGE;
 		}
-		o.via = DUMP_VIA_EXEC;
+		c->via = DUMP_VIA_EXEC;
 	}
-	o.store = store;
-	o.dump_timeout_ns = dump_timeout;
-	o.createdump = createdump;
-	go.store = store;
-	go.dump_timeout_ns = dump_timeout;
-	go.createdump = createdump;
-	if (rules_dir)
-		return run_guard(&go, rules_dir, dump_dir, o.journal_path, state_dir, o.via, interval, stop_timeout,
-		                 o.verbose, o.pid || rule.n_conds || limits_given || argc - optind > 0);
+	c->operands = argv + optind;
+	c->n_operands = argc - optind;
+	return CLI_GO_ON;
+}
 
-	if (go.n_allow_dump_dirs) {
+/* The state directory of the guard: --state-dir, else the journal's
+ * directory, else none (out = ""). */
+static void guard_state_dir(const struct cli *c, char *out, size_t outlen)
+{
+	out[0] = '\0';
+	if (c->state_dir) {
+		snprintf(out, outlen, "%s", c->state_dir);
+	} else if (c->journal) {
+		const char *slash = strrchr(c->journal, '/');
+		if (!slash)
+			snprintf(out, outlen, ".");
+		else
+			snprintf(out, outlen, "%.*s", (int)(slash == c->journal ? 1 : slash - c->journal), c->journal);
+	} else {
+		log_warn("no --journal or --state-dir: dump limits will not survive a restart");
+	}
+}
+
+/* Guard options from the command line: the rules directory made absolute
+ * (it may not exist yet: it is picked up when it appears), the dump
+ * directories as real paths (they must exist; the rules' dump.dir are
+ * compared with them as real paths), the state directory. 0, or -EINVAL
+ * after saying what was wrong. The strings live in static buffers. */
+static int guard_options_from_cli(const struct cli *c, struct guard_options *go)
+{
+	static char rdir[PATH_MAX], ddir[PATH_MAX], sdir[PATH_MAX], adirs[GUARD_ALLOW_DUMP_DIRS_MAX][PATH_MAX];
+
+	memset(go, 0, sizeof(*go));
+	if (c->rules_dir[0] == '/')
+		snprintf(rdir, sizeof(rdir), "%s", c->rules_dir);
+	else if (!getcwd(sdir, sizeof(sdir)) ||
+	         snprintf(rdir, sizeof(rdir), "%s/%s", sdir, c->rules_dir) >= (int)sizeof(rdir)) {
+		log_error("--rules-dir %s: path too long", c->rules_dir);
+		return -EINVAL;
+	}
+	if (!realpath(c->dump_dir, ddir)) {
+		log_error("dump directory %s: %s", c->dump_dir, strerror(errno));
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < c->n_allow_dump_dirs; i++) {
+		if (!realpath(c->allow_dump_dirs[i], adirs[i])) {
+			log_error("--allow-dump-dir %s: %s", c->allow_dump_dirs[i], strerror(errno));
+			return -EINVAL;
+		}
+		go->allow_dump_dirs[i] = adirs[i];
+	}
+	go->n_allow_dump_dirs = c->n_allow_dump_dirs;
+	guard_state_dir(c, sdir, sizeof(sdir));
+	go->rules_dir = rdir;
+	go->dump_dir = ddir;
+	go->journal_path = c->journal;
+	go->state_dir = sdir[0] ? sdir : NULL;
+	go->via = c->via;
+	go->counter_interval_sec = (uint32_t)(c->counter_interval_ns / DW_NS_PER_SEC);
+	go->verbose = c->verbose;
+	go->stop_timeout_ns = c->stop_timeout_ns;
+	for (size_t i = 0; i < c->n_socket_dirs; i++)
+		go->socket_dirs[i] = c->socket_dirs[i];
+	go->n_socket_dirs = c->n_socket_dirs;
+	go->store = c->store;
+	go->dump_timeout_ns = c->dump_timeout_ns;
+	go->createdump = c->createdump;
+	return 0;
+}
+
+/* Guard mode (--rules-dir): rules, limits and processes come from the rule
+ * files, so the options of the one-process watch are refused. */
+static int run_guard(const struct cli *c)
+{
+	static struct guard_options go;
+
+	if (c->pid || c->rule.n_conds || c->limits_given || c->n_operands > 0) {
+		log_error("--rules-dir takes its rules, limits and processes from the rule files; --pid, --when, "
+		          "--dump-type, --max-dumps, --cooldown and PID MB are for watching one process");
+		return DW_EXIT_USAGE;
+	}
+	if (guard_options_from_cli(c, &go) < 0)
+		return DW_EXIT_USAGE;
+	return guard_run(&go);
+}
+
+/* The rule of the classic form `dumpwatch PID MB`: --pid PID --when
+ * 'heap-size > MBMB'. 0, or -EINVAL after saying what was wrong. */
+static int rule_from_pid_mb(const char *pid_text, const char *mb_text, pid_t *ret_pid, struct rule *rule)
+{
+	char text[RULE_TEXT_MAX], err[512], *end;
+	double mb;
+
+	if (parse_pid(pid_text, ret_pid) < 0) {
+		log_error("\"%s\" is not a process id", pid_text);
+		return -EINVAL;
+	}
+	mb = strtod(mb_text, &end);
+	if (*end || end == mb_text || !(mb > 0)) {
+		log_error("\"%s\" is not a size in MB (a number such as 500)", mb_text);
+		return -EINVAL;
+	}
+	snprintf(text, sizeof(text), "heap-size > %sMB", mb_text);
+	if (rule_cond_parse(text, &rule->conds[0], err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		return -EINVAL;
+	}
+	rule->n_conds = 1;
+	return 0;
+}
+
+/* The name of the command line's rule: its conditions joined by " and ",
+ * made a rule name (rule_name_from_text). */
+static void rule_name_from_conds(struct rule *rule)
+{
+	char joined[RULE_TEXT_MAX * 2] = "";
+
+	for (uint32_t i = 0; i < rule->n_conds; i++) {
+		if (i)
+			strncat(joined, " and ", sizeof(joined) - strlen(joined) - 1);
+		strncat(joined, rule->conds[i].text, sizeof(joined) - strlen(joined) - 1);
+	}
+	rule_name_from_text(joined, rule->name, sizeof(rule->name));
+}
+
+/* The one-process watch: --pid and --when, or PID MB. */
+static int run_watch(struct cli *c)
+{
+	static char dir[PATH_MAX];
+	struct watch_options o;
+
+	if (c->n_allow_dump_dirs) {
 		log_error("--allow-dump-dir is for --rules-dir: it widens where rule files may send dumps");
 		return DW_EXIT_USAGE;
 	}
-	/* The classic form: dumpwatch PID MB. */
-	if (argc - optind == 2 && !o.pid && rule.n_conds == 0) {
-		char text[RULE_TEXT_MAX];
-		if (parse_pid(argv[optind], &o.pid) < 0) {
-			log_error("\"%s\" is not a process id", argv[optind]);
+	if (c->n_operands == 2 && !c->pid && c->rule.n_conds == 0) {
+		if (rule_from_pid_mb(c->operands[0], c->operands[1], &c->pid, &c->rule) < 0)
 			return DW_EXIT_USAGE;
-		}
-		char *end;
-		double mb = strtod(argv[optind + 1], &end);
-		if (*end || end == argv[optind + 1] || !(mb > 0)) {
-			log_error("\"%s\" is not a size in MB (a number such as 500)", argv[optind + 1]);
-			return DW_EXIT_USAGE;
-		}
-		snprintf(text, sizeof(text), "heap-size > %sMB", argv[optind + 1]);
-		if (rule_cond_parse(text, &rule.conds[0], err, sizeof(err)) < 0) {
-			log_error("%s", err);
-			return DW_EXIT_USAGE;
-		}
-		rule.n_conds = 1;
-	} else if (argc - optind > 0) {
-		log_error("unexpected argument \"%s\"", argv[optind]);
+	} else if (c->n_operands > 0) {
+		log_error("unexpected argument \"%s\"", c->operands[0]);
 		usage(stderr);
 		return DW_EXIT_USAGE;
 	}
-	if (!o.pid || rule.n_conds == 0) {
+	if (!c->pid || c->rule.n_conds == 0) {
 		usage(stderr);
 		return DW_EXIT_USAGE;
 	}
-	if (!realpath(dump_dir, dir)) {
-		log_error("dump directory %s: %s", dump_dir, strerror(errno));
+	if (!realpath(c->dump_dir, dir)) {
+		log_error("dump directory %s: %s", c->dump_dir, strerror(errno));
 		return DW_EXIT_USAGE;
 	}
-	{
-		char joined[RULE_TEXT_MAX * 2] = "";
-		for (uint32_t i = 0; i < rule.n_conds; i++) {
-			if (i)
-				strncat(joined, " and ", sizeof(joined) - strlen(joined) - 1);
-			strncat(joined, rule.conds[i].text, sizeof(joined) - strlen(joined) - 1);
-		}
-		rule_name_from_text(joined, rule.name, sizeof(rule.name));
-	}
-	rule.limits.max_dumps = (uint32_t)max_dumps;
-	rule.limits.cooldown_ns = cooldown;
-	o.rules = &rule;
+	rule_name_from_conds(&c->rule);
+	c->rule.limits.max_dumps = (uint32_t)c->max_dumps;
+	c->rule.limits.cooldown_ns = c->cooldown_ns;
+	memset(&o, 0, sizeof(o));
+	o.pid = c->pid;
+	o.rules = &c->rule;
 	o.n_rules = 1;
 	o.dump_dir = dir;
-	o.counter_interval_sec = (uint32_t)(interval / 1000000000LL);
+	o.via = c->via;
+	o.journal_path = c->journal;
+	o.verbose = c->verbose;
+	o.counter_interval_sec = (uint32_t)(c->counter_interval_ns / DW_NS_PER_SEC);
+	o.store = c->store;
+	o.dump_timeout_ns = c->dump_timeout_ns;
+	o.createdump = c->createdump;
 	return watch_run(&o);
+}
+
+/* dumpwatch [options] [PID MB]: the one-process watch, or with --rules-dir
+ * the guard. */
+static int cmd_watch_or_guard(int argc, char **argv)
+{
+	static struct cli c;
+	int r = cli_parse(argc, argv, &c);
+
+	if (r != CLI_GO_ON)
+		return r;
+	return c.rules_dir ? run_guard(&c) : run_watch(&c);
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static int cmd_counters(int argc, char **argv)
+{
+	return cmd_view(VIEW_COUNTERS, argc, argv);
+}
+
+static int cmd_gc(int argc, char **argv)
+{
+	return cmd_view(VIEW_GC, argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*run)(int argc, char **argv);
+	} commands[] = {
+	    {"ps", cmd_ps}, {"record", cmd_record}, {"check", cmd_check}, {"counters", cmd_counters}, {"gc", cmd_gc}};
+
+	if (argc > 1)
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (strcmp(argv[1], commands[i].name) == 0)
+				return commands[i].run(argc - 1, argv + 1);
+	return cmd_watch_or_guard(argc, argv);
 }

@@ -48,6 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dumpwatch/text.h"
+
 #define NT_DEFAULT_MAX_BLOCK (16u << 20)
 #define NT_DEFAULT_MAX_METADATA 65536u
 #define NT_DEFAULT_MAX_FIELDS 1024u
@@ -287,72 +289,23 @@ static int rd_u32(struct mparse *mp, struct cur *c, uint32_t *out, const char *w
 	return 0;
 }
 
-static size_t put_utf8(char *o, uint32_t cp)
-{
-	if (cp < 0x80) {
-		if (o)
-			o[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		if (o) {
-			o[0] = (char)(0xC0 | (cp >> 6));
-			o[1] = (char)(0x80 | (cp & 0x3F));
-		}
-		return 2;
-	}
-	if (cp < 0x10000) {
-		if (o) {
-			o[0] = (char)(0xE0 | (cp >> 12));
-			o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-			o[2] = (char)(0x80 | (cp & 0x3F));
-		}
-		return 3;
-	}
-	if (o) {
-		o[0] = (char)(0xF0 | (cp >> 18));
-		o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-		o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		o[3] = (char)(0x80 | (cp & 0x3F));
-	}
-	return 4;
-}
-
-/* Reads a NUL-terminated UTF-16LE string as UTF-8; lone surrogates become
- * U+FFFD. Measuring: counts its bytes. Filling: stores it in *out. */
+/* Reads a NUL-terminated UTF-16LE string as UTF-8 (text_utf16_scan and
+ * text_utf16_to_utf8: lone surrogates become U+FFFD). Measuring: counts its
+ * bytes. Filling: stores it in *out. */
 static int rd_str16(struct mparse *mp, struct cur *c, char **out, const char *what)
 {
 	const uint8_t *s = c->p;
-	size_t avail = (size_t)(c->end - s) / 2;
-	size_t n = 0, len = 0;
-	char *o = mp->fill ? mp->snext : NULL;
+	size_t n, len;
+	int r = text_utf16_scan(s, (size_t)(c->end - s), NT_MAX_STRING, &n, &len);
 
-	while (n < avail && n <= NT_MAX_STRING && (s[2 * n] | s[2 * n + 1]) != 0)
-		n++;
-	if (n > NT_MAX_STRING)
+	if (r == -E2BIG)
 		return mfail(mp, s, "%s is longer than %d UTF-16 units", what, NT_MAX_STRING);
-	if (n == avail)
+	if (r < 0)
 		return mfail(mp, s, "%s has no NUL terminator before the end of the record", what);
-	for (size_t i = 0; i < n; i++) {
-		uint32_t u = rd16(s + 2 * i), cp = u;
-
-		if (u >= 0xD800 && u <= 0xDBFF && i + 1 < n) {
-			uint32_t lo = rd16(s + 2 * i + 2);
-
-			if (lo >= 0xDC00 && lo <= 0xDFFF) {
-				cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
-				i++;
-			} else {
-				cp = 0xFFFD;
-			}
-		} else if (u >= 0xD800 && u <= 0xDFFF) {
-			cp = 0xFFFD;
-		}
-		len += put_utf8(o ? o + len : NULL, cp);
-	}
-	if (o) {
-		o[len] = '\0';
-		*out = o;
+	if (mp->fill) {
+		/* Pass 1 counted the same len + 1 bytes into the arena. */
+		text_utf16_to_utf8(s, n, mp->snext, len + 1);
+		*out = mp->snext;
 		mp->snext += len + 1;
 	} else {
 		mp->str_bytes += len + 1;

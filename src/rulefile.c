@@ -24,7 +24,8 @@
  *   limits       {max-dumps, window, cooldown}: max-dumps a non-negative
  *                integer (default 1; 0 = no limit) per process within window
  *                (default 0 = the lifetime of the process); cooldown the least
- *                time between two dumps of one process (default 10m)
+ *                time between two dumps of one process (default 10m); the
+ *                defaults are named, with their reasons, in defaults.h
  *   enabled      true or false (default true)
  *
  * Unknown keys at any level are errors (with the nearest allowed key
@@ -42,19 +43,17 @@
  * the line:column of the key or value it is about. */
 #include "dumpwatch/rulefile.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "dumpwatch/catalog.h"
+#include "dumpwatch/defaults.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/trust.h"
 #include "dumpwatch/units.h"
@@ -62,7 +61,6 @@
 #define NO_OFF UINT32_MAX
 #define SCAN_NODES_MAX 200000 /* values in one file; far above any real rule file */
 #define KEY_MAX 256           /* longer keys are never known keys */
-#define DEFAULT_COOLDOWN_NS (600LL * 1000000000LL)
 
 /* ---- positions -------------------------------------------------------- */
 
@@ -875,10 +873,10 @@ static void parse_rule(struct ctx *c, int node, struct json_object *obj, int top
 
 	memset(fr, 0, sizeof(*fr));
 	fr->enabled = 1;
-	fr->rule.dump_type = DUMP_WITHHEAP;
-	fr->rule.limits.max_dumps = 1;
-	fr->rule.limits.window_ns = 0;
-	fr->rule.limits.cooldown_ns = DEFAULT_COOLDOWN_NS;
+	fr->rule.dump_type = DW_DEFAULT_DUMP_TYPE;
+	fr->rule.limits.max_dumps = DW_DEFAULT_MAX_DUMPS;
+	fr->rule.limits.window_ns = DW_DEFAULT_RULE_WINDOW_NS;
+	fr->rule.limits.cooldown_ns = DW_DEFAULT_RULE_COOLDOWN_NS;
 	ctx_pos(c, val_off(c, node), &fr->line, &column); /* the column is not kept */
 
 	if (!top) {
@@ -1275,337 +1273,4 @@ int rulefile_filter_match(const struct rule_filter *f, const char *name, const c
 		}
 	}
 	return 1;
-}
-
-/* ---- files (I/O) ------------------------------------------------------ */
-
-int rulefile_read_fd(int fd, const char *path, char **ret_text, size_t *ret_len, char *err, size_t errlen)
-{
-	struct stat st;
-	size_t cap = RULEFILE_SIZE_MAX + 1, n = 0;
-	char *buf;
-	int e;
-
-	*ret_text = NULL;
-	*ret_len = 0;
-	if (fstat(fd, &st) < 0) {
-		e = errno;
-		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(e));
-		return -e;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	}
-	buf = malloc(cap + 1);
-	if (!buf) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	while (n < cap) {
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			e = errno;
-			snprintf(err, errlen, "%s: cannot read: %s", path, strerror(e));
-			free(buf);
-			return -e;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	buf[n] = '\0';
-	*ret_text = buf;
-	*ret_len = n;
-	return 0;
-}
-
-int rulefile_read(const char *path, char **ret_text, size_t *ret_len, char *err, size_t errlen)
-{
-	int fd, r;
-
-	*ret_text = NULL;
-	*ret_len = 0;
-	/* O_NONBLOCK so that a FIFO cannot hang the open. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0) {
-		int e = errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(e));
-		return -e;
-	}
-	r = rulefile_read_fd(fd, path, ret_text, ret_len, err, errlen);
-	close(fd);
-	return r;
-}
-
-int rulefile_read_trusted(const char *path, uid_t self, char **ret_text, size_t *ret_len, char *err, size_t errlen)
-{
-	char abs[PATH_MAX], cwd[PATH_MAX], why[2 * PATH_MAX + 256];
-	int fd, r;
-
-	*ret_text = NULL;
-	*ret_len = 0;
-	if (path[0] == '/') {
-		snprintf(abs, sizeof(abs), "%s", path);
-	} else if (!getcwd(cwd, sizeof(cwd)) || (size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, path) >= sizeof(abs)) {
-		snprintf(err, errlen, "%s: path too long", path);
-		return -ENAMETOOLONG;
-	}
-	fd = trust_open(abs, self, why, sizeof(why));
-	if (fd < 0) {
-		if (fd == -EPERM)
-			snprintf(err, errlen, "%s: refused: %s", path, why);
-		else
-			snprintf(err, errlen, "%s: %s", path, why);
-		return fd;
-	}
-	r = rulefile_read_fd(fd, path, ret_text, ret_len, err, errlen);
-	close(fd);
-	return r;
-}
-
-struct seen_name {
-	char name[RULE_NAME_MAX];
-	char *path;
-	int line, column;
-};
-
-struct checker {
-	FILE *outf, *errf;
-	const char *const *dump_dirs;
-	size_t n_dump_dirs;
-	uid_t self;
-	struct seen_name *names;
-	size_t n_names, cap_names;
-	int status;
-};
-
-/* One line of `dumpwatch check` output. Paths, file names and the rule text
- * quoted in messages may hold anything: the line is escaped (text_escape). */
-static void check_print(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check_print(FILE *f, const char *fmt, ...)
-{
-	char line[2 * PATH_MAX + RULEFILE_MSG_MAX + 256], safe[4 * sizeof(line) + 1];
-	va_list ap;
-	size_t len;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	len = strlen(line);
-	if ((size_t)n >= sizeof(line))
-		len = text_utf8_trim(line, len);
-	text_escape(line, len, safe, sizeof(safe));
-	fprintf(f, "%s\n", safe);
-}
-
-static void check_status(struct checker *k, int s)
-{
-	if (s > k->status)
-		k->status = s;
-}
-
-static void check_file(struct checker *k, const char *path)
-{
-	struct rule_diag diags[20];
-	struct file_rule *rules = NULL;
-	char err[2 * PATH_MAX + RULEFILE_MSG_MAX + 128], *text; /* room for two paths: a duplicate name */
-	size_t len, nd = 0;
-	int n, dups = 0;
-
-	n = rulefile_read_trusted(path, k->self, &text, &len, err, sizeof(err));
-	if (n < 0) {
-		check_print(k->errf, "%s", err);
-		check_status(k, n == -EPERM ? 1 : 2);
-		return;
-	}
-	n = rulefile_parse(text, len, &rules, diags, sizeof(diags) / sizeof(diags[0]), &nd);
-	free(text);
-	if (n >= 0 && rulefile_check_dump_dirs(rules, (size_t)n, k->dump_dirs, k->n_dump_dirs, diags,
-	                                       sizeof(diags) / sizeof(diags[0]), &nd) < 0) {
-		free(rules);
-		rules = NULL;
-		n = -EINVAL;
-	}
-	if (n < 0) {
-		if (n == -ENOMEM)
-			check_print(k->errf, "%s: out of memory", path);
-		for (size_t i = 0; i < nd; i++) {
-			rulefile_format_diag(path, &diags[i], err, sizeof(err));
-			check_print(k->errf, "%s", err);
-		}
-		check_status(k, 1);
-		return;
-	}
-	for (int i = 0; i < n; i++) {
-		size_t j;
-		for (j = 0; j < k->n_names; j++)
-			if (strcmp(k->names[j].name, rules[i].rule.name) == 0)
-				break;
-		if (j < k->n_names) {
-			rulefile_format_duplicate(path, &rules[i], k->names[j].path, k->names[j].line,
-			                          k->names[j].column, err, sizeof(err));
-			check_print(k->errf, "%s", err);
-			dups++;
-			continue;
-		}
-		if (k->n_names == k->cap_names) {
-			size_t cap = k->cap_names ? k->cap_names * 2 : 16;
-			struct seen_name *p = realloc(k->names, cap * sizeof(*p));
-			if (!p) {
-				check_print(k->errf, "%s: out of memory", path);
-				check_status(k, 1);
-				free(rules);
-				return;
-			}
-			k->names = p;
-			k->cap_names = cap;
-		}
-		struct seen_name *s = &k->names[k->n_names];
-		snprintf(s->name, sizeof(s->name), "%s", rules[i].rule.name);
-		s->path = strdup(path);
-		if (!s->path)
-			continue;
-		s->line = rules[i].name_line;
-		s->column = rules[i].name_column;
-		k->n_names++;
-	}
-	if (dups)
-		check_status(k, 1);
-	else
-		check_print(k->outf, "%s: %d rule%s OK", path, n, n == 1 ? "" : "s");
-	free(rules);
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int rulefile_is_rule_file_name(const char *n)
-{
-	size_t l = strlen(n);
-
-	if (n[0] == '.' || l < 6 || strcmp(n + l - 5, ".json") != 0)
-		return 0;
-	return !(l >= 12 && strcmp(n + l - 12, ".schema.json") == 0);
-}
-
-void rulefile_free_names(char **names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-}
-
-int rulefile_list_dir(const char *dir, char ***ret, size_t *ret_n, int *ret_truncated)
-{
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	DIR *d = opendir(dir);
-
-	*ret = NULL;
-	*ret_n = 0;
-	*ret_truncated = 0;
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)) != NULL) {
-		if (!rulefile_is_rule_file_name(de->d_name))
-			continue;
-		if (n == RULEFILE_DIR_MAX) {
-			*ret_truncated = 1;
-			break;
-		}
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 16;
-			char **p = realloc(names, c * sizeof(*p));
-			if (!p) {
-				rulefile_free_names(names, n);
-				closedir(d);
-				return -ENOMEM;
-			}
-			names = p;
-			cap = c;
-		}
-		names[n] = strdup(de->d_name);
-		if (!names[n]) {
-			rulefile_free_names(names, n);
-			closedir(d);
-			return -ENOMEM;
-		}
-		n++;
-	}
-	closedir(d);
-	if (n)
-		qsort(names, n, sizeof(*names), cmp_names);
-	*ret = names;
-	*ret_n = n;
-	return 0;
-}
-
-static void check_dir(struct checker *k, const char *dir)
-{
-	char **names, path[PATH_MAX];
-	size_t n;
-	int truncated, r;
-	const char *sep = dir[strlen(dir) - 1] == '/' ? "" : "/";
-
-	r = rulefile_list_dir(dir, &names, &n, &truncated);
-	if (r < 0) {
-		check_print(k->errf, "%s: cannot read the directory: %s", dir, strerror(-r));
-		check_status(k, 2);
-		return;
-	}
-	if (truncated) {
-		check_print(k->errf, "%s: more than %d rule files; the rest are not checked", dir, RULEFILE_DIR_MAX);
-		check_status(k, 1);
-	}
-	if (n == 0)
-		check_print(k->outf, "%s: no rule files (*.json)", dir);
-	for (size_t i = 0; i < n; i++) {
-		if ((size_t)snprintf(path, sizeof(path), "%s%s%s", dir, sep, names[i]) >= sizeof(path)) {
-			check_print(k->errf, "%s%s%s: path too long", dir, sep, names[i]);
-			check_status(k, 2);
-		} else {
-			check_file(k, path);
-		}
-	}
-	rulefile_free_names(names, n);
-}
-
-int rulefile_check_paths(char *const *paths, size_t n_paths, const char *const *dump_dirs, size_t n_dump_dirs,
-                         FILE *outf, FILE *errf)
-{
-	struct checker k;
-
-	memset(&k, 0, sizeof(k));
-	k.outf = outf;
-	k.errf = errf;
-	k.dump_dirs = dump_dirs;
-	k.n_dump_dirs = n_dump_dirs;
-	k.self = geteuid();
-	for (size_t i = 0; i < n_paths; i++) {
-		struct stat st;
-
-		if (stat(paths[i], &st) < 0) {
-			check_print(errf, "%s: %s", paths[i], strerror(errno));
-			check_status(&k, 2);
-			continue;
-		}
-		if (!S_ISDIR(st.st_mode)) {
-			check_file(&k, paths[i]);
-			continue;
-		}
-		check_dir(&k, paths[i]);
-	}
-	for (size_t i = 0; i < k.n_names; i++)
-		free(k.names[i].path);
-	free(k.names);
-	return k.status;
 }

@@ -71,6 +71,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dumpwatch/rulefile_io.h"
 #include "dumpwatch/trust.h"
 
 #define DIR_EVENTS                                                                                                     \

@@ -1,6 +1,8 @@
 /* Text helpers; see text.h. */
 #include "dumpwatch/text.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -75,47 +77,83 @@ int text_utf8_put(char *out, size_t outlen, size_t *pos, uint32_t cp)
 	return 0;
 }
 
+static uint32_t utf16_unit(const uint8_t *p, size_t i)
+{
+	return (uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8;
+}
+
+/* The code point at unit *i of p[0..units) (UTF-16LE), advancing *i past it:
+ * a surrogate pair is one code point, an unpaired surrogate U+FFFD. The one
+ * UTF-16 decoder: every conversion and measurement goes through it. */
+static uint32_t utf16_next(const uint8_t *p, size_t units, size_t *i)
+{
+	uint32_t u = utf16_unit(p, *i);
+
+	(*i)++;
+	if (u >= 0xD800 && u <= 0xDBFF && *i < units) {
+		uint32_t lo = utf16_unit(p, *i);
+
+		if (lo < 0xDC00 || lo > 0xDFFF)
+			return 0xFFFD;
+		(*i)++;
+		return 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+	}
+	if (u >= 0xD800 && u <= 0xDFFF)
+		return 0xFFFD;
+	return u;
+}
+
+/* Bytes of the UTF-8 encoding of cp (as text_utf8_put writes it). */
+static size_t utf8_len(uint32_t cp)
+{
+	return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
 void text_utf16_to_utf8(const uint8_t *p, size_t units, char *out, size_t outlen)
 {
-	size_t pos = 0, i;
+	size_t pos = 0, i = 0;
 
 	if (outlen == 0)
 		return;
-	for (i = 0; i < units; i++) {
-		uint32_t u = (uint32_t)p[2 * i] | (uint32_t)p[2 * i + 1] << 8, cp = u;
+	while (i < units) {
+		uint32_t cp = utf16_next(p, units, &i);
 
-		if (u == 0)
-			break;
-		if (u >= 0xD800 && u <= 0xDBFF && i + 1 < units) {
-			uint32_t lo = (uint32_t)p[2 * i + 2] | (uint32_t)p[2 * i + 3] << 8;
-
-			if (lo >= 0xDC00 && lo <= 0xDFFF) {
-				cp = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
-				i++;
-			} else {
-				cp = 0xFFFD;
-			}
-		} else if (u >= 0xD800 && u <= 0xDFFF) {
-			cp = 0xFFFD;
-		}
-		if (text_utf8_put(out, outlen, &pos, cp) < 0)
+		if (cp == 0 || text_utf8_put(out, outlen, &pos, cp) < 0)
 			break;
 	}
 	out[pos] = '\0';
 }
 
+int text_utf16_scan(const uint8_t *p, size_t avail, size_t max_units, size_t *ret_units, size_t *ret_utf8_len)
+{
+	size_t avail_units = avail / 2, n = 0;
+
+	while (n < avail_units && n <= max_units && utf16_unit(p, n) != 0)
+		n++;
+	if (n > max_units)
+		return -E2BIG;
+	if (n == avail_units)
+		return -ENODATA;
+	*ret_units = n;
+	if (ret_utf8_len) {
+		size_t len = 0, i = 0;
+
+		while (i < n)
+			len += utf8_len(utf16_next(p, n, &i));
+		*ret_utf8_len = len;
+	}
+	return 0;
+}
+
 size_t text_utf16_read(const uint8_t *p, size_t avail, char *out, size_t outlen)
 {
-	size_t end;
+	size_t units;
 
-	for (end = 0; end + 2 <= avail; end += 2)
-		if (p[end] == 0 && p[end + 1] == 0)
-			break;
-	if (end + 2 > avail)
+	if (text_utf16_scan(p, avail, SIZE_MAX, &units, NULL) < 0)
 		return 0;
 	if (out && outlen)
-		text_utf16_to_utf8(p, end / 2, out, outlen);
-	return end + 2;
+		text_utf16_to_utf8(p, units, out, outlen);
+	return 2 * units + 2;
 }
 
 char text_lower(char c)

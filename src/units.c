@@ -587,6 +587,31 @@ const char *units_format(double value, enum unit_kind kind, char *buf, size_t bu
 	return buf;
 }
 
+const char *units_format_duration(int64_t ns, char *buf, size_t buflen)
+{
+	static const struct {
+		int64_t ns;
+		const char *unit;
+	} units[] = {{86400000000000LL, "d"},
+	             {3600000000000LL, "h"},
+	             {60000000000LL, "m"},
+	             {1000000000LL, "s"},
+	             {1000000LL, "ms"}};
+
+	if (!buf || buflen == 0)
+		return "";
+	if (ns == 0) {
+		snprintf(buf, buflen, "0");
+		return buf;
+	}
+	for (size_t i = 0; ns > 0 && i < sizeof(units) / sizeof(units[0]); i++)
+		if (ns % units[i].ns == 0) {
+			snprintf(buf, buflen, "%lld%s", (long long)(ns / units[i].ns), units[i].unit);
+			return buf;
+		}
+	return units_format((double)ns / 1e6, UNIT_MS, buf, buflen);
+}
+
 const char *units_name(enum unit_kind kind)
 {
 	switch (kind) {

@@ -20,13 +20,13 @@
 
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/discovery.h"
+#include "dumpwatch/exitcodes.h"
 #include "dumpwatch/gcrec.h"
 #include "dumpwatch/jsonl.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/loop.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
-#include "dumpwatch/watch.h"
 
 #define SCAN_NS 250000000LL
 #define INFO_TIMEOUT_MS 1000

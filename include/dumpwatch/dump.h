@@ -65,17 +65,13 @@ struct dump_request {
 	enum dump_type type;
 	enum dump_via via;
 	int64_t unix_ns;                   /* fire time, for the file name */
-	const char *name_template;         /* NULL or "": DUMP_DEFAULT_TEMPLATE */
+	const char *name_template;         /* NULL or "": DW_DEFAULT_DUMP_NAME_TEMPLATE */
 	const struct store_limits *limits; /* NULL: none */
 	int64_t timeout_ns;                /* createdump is killed past it; 0: no limit */
 	/* Called for each stored dump deleted to make room (delete_oldest). */
 	void (*deleted)(void *ctx, const char *path, uint64_t bytes);
 	void *ctx;
 };
-
-/* Default time limit of one dump: a heap dump of tens of GB takes minutes;
- * the target is frozen meanwhile. */
-#define DUMP_DEFAULT_TIMEOUT_NS (600LL * 1000000000)
 
 struct dump_result {
 	char path[PATH_MAX];
@@ -116,11 +112,9 @@ const char *dump_job_path(const struct dump_job *job);
 void dump_file_name(const char *process_name, pid_t pid, const char *rule_name, int64_t unix_ns, char *out,
                     size_t outlen);
 
-#define DUMP_DEFAULT_TEMPLATE "{name}-{pid}-{rule}-{time}.core"
-
 /* Expands a file name template ({name} {pid} {rule} {time}, as rule files
  * allow) with the same restrictions as dump_file_name; NULL or "" is
- * DUMP_DEFAULT_TEMPLATE. A '/' becomes '_', a leading '.' too. */
+ * DW_DEFAULT_DUMP_NAME_TEMPLATE (defaults.h). A '/' becomes '_', a leading '.' too. */
 void dump_file_name_template(const char *tmpl, const char *process_name, pid_t pid, const char *rule_name,
                              int64_t unix_ns, char *out, size_t outlen);
 

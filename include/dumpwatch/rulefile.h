@@ -3,7 +3,8 @@
  * "file:line:column: message", where the position is that of the offending
  * key or value in the source text (json-c keeps no positions, so the text is
  * scanned for them). Pure: text in, rules and diagnostics out; reading the
- * file is the caller's job (rulefile_read_trusted checks it first, trust.h).
+ * file is the caller's job (rulefile_io.h: rulefile_read_trusted checks it
+ * first, trust.h), and `dumpwatch check` reports with rulecheck.h.
  * See README "Rule files" for the format and its defaults.
  *
  * Messages quote keys and values of a file only when it looks like a rule
@@ -18,7 +19,6 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <sys/types.h>
 
 #include "dumpwatch/rules.h"
@@ -88,53 +88,10 @@ int rulefile_filter_match(const struct rule_filter *f, const char *name, const c
 int rulefile_check_dump_dirs(const struct file_rule *rules, size_t n, const char *const *dirs, size_t n_dirs,
                              struct rule_diag *diags, size_t max_diags, size_t *ret_ndiags);
 
-/* Reads a rule file for rulefile_parse: at most RULEFILE_SIZE_MAX + 1 bytes
- * (so that an oversized file reaches the parser and is refused there with a
- * diagnostic). Returns 0 with *ret_text (malloc'd, NUL-terminated) and
- * *ret_len, or -errno with a sentence in err (no such file, not a regular
- * file, permission). No trust checks: for files the caller already trusts
- * (tests, tools). Does I/O. */
-int rulefile_read(const char *path, char **ret_text, size_t *ret_len, char *err, size_t errlen);
-
-/* The same from an open descriptor (not closed); path names it in err. */
-int rulefile_read_fd(int fd, const char *path, char **ret_text, size_t *ret_len, char *err, size_t errlen);
-
-/* Reads a rule file after the trust checks (trust_open with trusted owners
- * root and self): the file read is the file checked. A relative path is taken
- * from the current directory. Returns as rulefile_read; -EPERM when refused,
- * with "path: refused: REASON" in err; -ENOENT when it (or a link's target)
- * is not there; other errors with "path: PHRASE". Does I/O. */
-int rulefile_read_trusted(const char *path, uid_t self, char **ret_text, size_t *ret_len, char *err, size_t errlen);
-
-/* Whether a directory entry is a rule file: *.json, not hidden, not
- * *.schema.json (editors' temporary and backup files never end in .json). */
-int rulefile_is_rule_file_name(const char *name);
-
-/* The rule file names directly in dir, sorted (at most RULEFILE_DIR_MAX;
- * *ret_truncated says when there were more). Free with rulefile_free_names.
- * 0 or -errno. Does I/O. */
-int rulefile_list_dir(const char *dir, char ***ret, size_t *ret_n, int *ret_truncated);
-void rulefile_free_names(char **names, size_t n);
-
 /* Formats the diagnostic for rule r of path whose name is already defined at
  * other_path:line:column: "path:line:column: rule name "x" is also defined at
  * other:line:column". */
 void rulefile_format_duplicate(const char *path, const struct file_rule *r, const char *other_path, int other_line,
                                int other_column, char *buf, size_t len);
-
-/* `dumpwatch check`: validates each path, a rule file or a directory (every
- * *.json directly in it, sorted by name; hidden files and *.schema.json are
- * skipped), as the daemon would: each file is read through
- * rulefile_read_trusted with the caller's effective uid trusted beside root
- * (a refusal is printed as "file: refused: REASON"), and every dump.dir must
- * lie inside one of dump_dirs (rulefile_check_dump_dirs; none given: not
- * checked). Prints each diagnostic as "file:line:column: message" to errf
- * and, for each good file, "file: N rules OK" to outf; also reports a rule
- * name defined in two files ("rule name "x" is also defined at
- * other:line:column"). Returns 0 when all files are good, 1 when any has an
- * error or is refused, 2 when a path cannot be read (after checking the
- * others). Does I/O. */
-int rulefile_check_paths(char *const *paths, size_t n_paths, const char *const *dump_dirs, size_t n_dump_dirs,
-                         FILE *outf, FILE *errf);
 
 #endif

@@ -27,9 +27,6 @@ struct store_limits {
 	int delete_oldest;       /* make room by deleting the oldest dumps */
 };
 
-/* Defaults: keep 5% of the file system free; no size or count bound. */
-#define STORE_DEFAULT_MIN_FREE_PCT 5.0
-
 struct store_entry {
 	char name[NAME_MAX + 1];
 	uint64_t bytes; /* space it takes on disk */

@@ -23,6 +23,15 @@ int text_utf8_put(char *out, size_t outlen, size_t *pos, uint32_t cp);
  * U+FFFD; the result is cut on a character boundary when out is too small. */
 void text_utf16_to_utf8(const uint8_t *p, size_t units, char *out, size_t outlen);
 
+/* Finds the NUL-terminated UTF-16LE string at p with avail bytes left,
+ * looking at no more than max_units code units before its NUL (a decoder's
+ * bound on what a peer may send). Returns 0 with the units before the NUL in
+ * *ret_units (the string occupies 2 * *ret_units + 2 bytes) and, when
+ * ret_utf8_len is not NULL, the length of its UTF-8 form without the NUL (what
+ * text_utf16_to_utf8 writes given one byte more); -E2BIG when more than
+ * max_units units come before any NUL; -ENODATA when avail ends first. */
+int text_utf16_scan(const uint8_t *p, size_t avail, size_t max_units, size_t *ret_units, size_t *ret_utf8_len);
+
 /* Reads a NUL-terminated UTF-16LE string at p with avail bytes left. Returns
  * the bytes it occupies including the NUL, or 0 when no NUL lies within avail.
  * When out is not NULL (and outlen > 0) it receives the string as UTF-8, as

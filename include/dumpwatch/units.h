@@ -47,6 +47,12 @@ int units_parse_value(const char *text, enum unit_kind kind, double *out, char *
  * Returns buf. */
 const char *units_format(double value, enum unit_kind kind, char *buf, size_t buflen);
 
+/* Formats a duration (ns, >= 0) in the largest of d, h, m, s and ms that
+ * holds it exactly ("10m", "5s", "250ms", "0"), else as units_format does
+ * with UNIT_MS; units_parse_duration reads it back. For help text showing a
+ * default as an operator would write it. Returns buf. */
+const char *units_format_duration(int64_t ns, char *buf, size_t buflen);
+
 /* "bytes", "bytes/s", "ms" ... for JSON and help output. */
 const char *units_name(enum unit_kind kind);
 

@@ -12,13 +12,7 @@
 #include "dumpwatch/dump.h"
 #include "dumpwatch/rules.h"
 
-/* Exit codes (also in the README and `dumpwatch --help`). */
-#define DW_EXIT_OK 0       /* finished: the dumps asked for were taken, or the target exited */
-#define DW_EXIT_USAGE 1    /* bad command line or rule */
-#define DW_EXIT_TARGET 2   /* no such process, not .NET, or its diagnostics socket is unreachable */
-#define DW_EXIT_DUMP 3     /* a dump failed */
-#define DW_EXIT_RUNTIME 4  /* the event stream broke, or an internal failure */
-#define DW_EXIT_SIGNAL 130 /* stopped by SIGINT/SIGTERM before finishing */
+#include "dumpwatch/exitcodes.h"
 
 struct watch_options {
 	pid_t pid;

@@ -79,4 +79,19 @@ expect_dirs 'good-single.json:6:36: dump dir "/var/lib/dumpwatch/dumps" is not i
 rc=0
 "$DUMPWATCH" check "$T/nonexistent.json" >"$T/out" 2>"$T/err" || rc=$?
 [ "$rc" -eq 2 ] || fail "missing file: exit $rc, expected 2"
+
+# A bad command line is a usage error (1), as in every other mode; it was 2,
+# which elsewhere means "no such process".
+for args in "" "--no-such-option good-single.json" "--dump-dir /srv/../etc good-single.json"; do
+	rc=0
+	# shellcheck disable=SC2086 # the words of $args are separate arguments
+	"$DUMPWATCH" check $args >"$T/out" 2>"$T/err" || rc=$?
+	[ "$rc" -eq 1 ] || fail "check $args: exit $rc, expected 1 (usage)"
+done
+
+# --help, of check and of dumpwatch, ends with the exit-status table.
+"$DUMPWATCH" check --help >"$T/out" 2>"$T/err" || fail "check --help failed"
+grep -q '^    1 usage    bad command line or rule; check: ' "$T/out" || fail "check --help: no exit status 1"
+"$DUMPWATCH" --help >"$T/out" 2>"$T/err" || fail "--help failed"
+grep -q '^  130 signal   ' "$T/out" || fail "--help: no exit status 130"
 echo "PASS: check reports exact positions and exit statuses"

@@ -1,6 +1,7 @@
 /* Unit tests of the text helpers: strict UTF-8, UTF-16LE to UTF-8 with
  * surrogates and truncation on character boundaries, escaping for one line,
  * case folding. */
+#include <errno.h>
 #include <string.h>
 
 #include "check.h"
@@ -100,6 +101,21 @@ int main(void)
 	CHECK(text_utf16_read(lone, sizeof(lone), out, sizeof(out)) == 6);
 	CHECK_STR(out, "\xEF\xBF\xBD"
 	               "b");
+	/* text_utf16_scan: units before the NUL and the UTF-8 length, within a
+	 * bound; the bound and the end of the data are told apart. */
+	size_t units = 0, len = 0;
+	CHECK(text_utf16_scan(s16, sizeof(s16), 4, &units, &len) == 0 && units == 4 && len == 7);
+	CHECK(text_utf16_scan(s16, sizeof(s16), 3, &units, &len) == -E2BIG);
+	CHECK(text_utf16_scan(s16, 9, 4, &units, &len) == -ENODATA);
+	CHECK(text_utf16_scan(s16, 9, 3, &units, &len) == -E2BIG); /* too long wins, as nettrace reports it */
+	CHECK(text_utf16_scan(s16, 0, 4, &units, NULL) == -ENODATA);
+	CHECK(text_utf16_scan(lone, sizeof(lone), 8, &units, &len) == 0 && units == 2 && len == 4);
+	static const uint8_t empty[] = {0, 0};
+	CHECK(text_utf16_scan(empty, sizeof(empty), 0, &units, &len) == 0 && units == 0 && len == 0);
+	/* The length it gives is what text_utf16_to_utf8 fills, given one byte more. */
+	text_utf16_scan(s16, sizeof(s16), 4, &units, &len);
+	text_utf16_to_utf8(s16, units, out, len + 1);
+	CHECK(strlen(out) == len);
 	/* Truncation never splits a character: 4 bytes of room holds "aé" only. */
 	text_utf16_to_utf8(s16, 4, out, 5);
 	CHECK_STR(out, "a\xC3\xA9");

@@ -297,6 +297,33 @@ static void test_format(void)
 	CHECK_STR(units_format(1, UNIT_BYTES, NULL, 0), "");
 }
 
+/* Durations as help text shows defaults: the largest exact unit, read back
+ * by units_parse_duration. */
+static void test_format_duration(void)
+{
+	static const struct {
+		int64_t ns;
+		const char *want;
+	} cases[] = {{0, "0"},
+	             {1000000000LL, "1s"},
+	             {10000000000LL, "10s"},
+	             {600000000000LL, "10m"},
+	             {90000000000LL, "90s"},
+	             {7200000000000LL, "2h"},
+	             {86400000000000LL, "1d"},
+	             {250000000LL, "250ms"},
+	             {1500000LL, "1.5ms"}};
+	char buf[32], err[256] = "";
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int64_t back = -1;
+		CHECK_STR(units_format_duration(cases[i].ns, buf, sizeof(buf)), cases[i].want);
+		CHECK_MSG(units_parse_duration(buf, &back, err, sizeof(err)) == 0 && back == cases[i].ns, "%s: %s", buf,
+		          err);
+	}
+	CHECK_STR(units_format_duration(1, NULL, 0), "");
+}
+
 static void test_names(void)
 {
 	CHECK_STR(units_name(UNIT_BYTES), "bytes");
@@ -315,6 +342,7 @@ int main(void)
 	test_bad_values();
 	test_durations();
 	test_format();
+	test_format_duration();
 	test_names();
 	return check_done();
 }
