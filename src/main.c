@@ -19,6 +19,7 @@
 #include "dumpwatch/record.h"
 #include "dumpwatch/rulecheck.h"
 #include "dumpwatch/rules.h"
+#include "dumpwatch/status.h"
 #include "dumpwatch/trust.h"
 #include "dumpwatch/units.h"
 #include "dumpwatch/views.h"
@@ -90,6 +91,9 @@ static void usage(FILE *f)
 	    "       dumpwatch gc --pid PID|--name NAME [--format table|json]\n"
 	    "                                             one line per completed GC (index, type, pause, sizes)\n"
 	    "         (--name: every process of that name, present and future; --duration D stops after D)\n"
+	    "       dumpwatch status [--json] [--state-dir DIR]\n"
+	    "                                             what the running guard is doing: processes, rules,\n"
+	    "                                             sustain windows, limits used, dumps taken\n"
 	    "\n"
 	    "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
 	    "'gc-pause > 500ms', 'System.Runtime/cpu-usage > 90%% for 10s'. All --when must hold at once.\n"
@@ -223,6 +227,53 @@ static int cmd_ps(int argc, char **argv)
 	if (n < 0) {
 		log_error("listing processes: %s", strerror(-n));
 		return DW_EXIT_RUNTIME;
+	}
+	return DW_EXIT_OK;
+}
+
+/* dumpwatch status: what the running guard is doing (its status socket). */
+static int cmd_status(int argc, char **argv)
+{
+	static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+	                                     {"state-dir", required_argument, NULL, 's'},
+	                                     {"socket", required_argument, NULL, 'S'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {NULL, 0, NULL, 0}};
+	char path[PATH_MAX], err[512];
+	int json = 0, c, r;
+
+	snprintf(path, sizeof(path), "%s", STATUS_DEFAULT_SOCKET);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 's':
+			snprintf(path, sizeof(path), "%s/%s", optarg, STATUS_SOCKET_NAME);
+			break;
+		case 'S':
+			snprintf(path, sizeof(path), "%s", optarg);
+			break;
+		case 'h':
+			printf("usage: dumpwatch status [--json] [--state-dir DIR | --socket PATH]\n"
+			       "  what the running guard is doing: each process it guards, its rules, how far\n"
+			       "  each condition's sustain window has run, the limits used and the dumps taken\n"
+			       "  (default socket %s: the guard's --state-dir, beside its --journal)\n",
+			       STATUS_DEFAULT_SOCKET);
+			return DW_EXIT_OK;
+		default:
+			return DW_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "dumpwatch status: unknown argument %s\n", argv[optind]);
+		return DW_EXIT_USAGE;
+	}
+	r = status_run(path, json, stdout, err, sizeof(err));
+	if (r < 0) {
+		log_error("%s", err);
+		return r == -ENOENT || r == -ECONNREFUSED || r == -ENODATA ? DW_EXIT_TARGET : DW_EXIT_RUNTIME;
 	}
 	return DW_EXIT_OK;
 }
@@ -855,8 +906,8 @@ int main(int argc, char **argv)
 	static const struct {
 		const char *name;
 		int (*run)(int argc, char **argv);
-	} commands[] = {
-	    {"ps", cmd_ps}, {"record", cmd_record}, {"check", cmd_check}, {"counters", cmd_counters}, {"gc", cmd_gc}};
+	} commands[] = {{"ps", cmd_ps}, {"record", cmd_record}, {"check", cmd_check}, {"counters", cmd_counters},
+	                {"gc", cmd_gc}, {"status", cmd_status}};
 
 	if (argc > 1)
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
