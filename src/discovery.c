@@ -102,6 +102,28 @@ int dn_socket_name_match(const char *name, pid_t nspid, unsigned long long *ret_
 	return 1;
 }
 
+/* Reads a decimal number at *pp (before end) into *ret, advancing *pp past
+ * it. -EINVAL when there is no digit or it overflows. */
+static int read_ull(const char **pp, const char *end, unsigned long long *ret)
+{
+	const char *p = *pp;
+	unsigned long long v = 0;
+
+	if (p >= end || !isdigit((unsigned char)*p))
+		return -EINVAL;
+	while (p < end && isdigit((unsigned char)*p)) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (v > (ULLONG_MAX - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+		p++;
+	}
+	*pp = p;
+	*ret = v;
+	return 0;
+}
+
 int dn_parse_stat(const char *buf, size_t len, char *comm, size_t commlen, unsigned long long *ret_starttime)
 {
 	const char *open = memchr(buf, '(', len), *close = NULL, *p, *end = buf + len;
@@ -131,17 +153,7 @@ int dn_parse_stat(const char *buf, size_t len, char *comm, size_t commlen, unsig
 		if (p >= end)
 			return -EINVAL;
 		if (field == 22) {
-			const char *start = p;
-
-			while (p < end && isdigit((unsigned char)*p)) {
-				unsigned d = (unsigned)(*p - '0');
-
-				if (v > (ULLONG_MAX - d) / 10)
-					return -EINVAL;
-				v = v * 10 + d;
-				p++;
-			}
-			if (p == start)
+			if (read_ull(&p, end, &v) < 0)
 				return -EINVAL;
 			break;
 		}
@@ -184,16 +196,8 @@ static int line_numbers(const char *p, const char *end, unsigned long long *ret_
 			p++;
 		if (p >= end)
 			break;
-		if (!isdigit((unsigned char)*p))
+		if (read_ull(&p, end, &v) < 0)
 			return -EINVAL;
-		while (p < end && isdigit((unsigned char)*p)) {
-			unsigned d = (unsigned)(*p - '0');
-
-			if (v > (ULLONG_MAX - d) / 10)
-				return -EINVAL;
-			v = v * 10 + d;
-			p++;
-		}
 		if (n++ == 0)
 			*ret_first = v;
 		*ret_last = v;

@@ -43,25 +43,11 @@ static const char *proc_state(const struct proc *p)
 	return "idle";
 }
 
-static const char *rule_state(const struct target *t, const struct target_rule *tr, size_t i, size_t job_rule)
+static const char *rule_state(const struct target *t, const struct target_rule *tr)
 {
-	(void)i;
-	(void)job_rule;
 	if (target_dumping(t) && tr->last == EVAL_FIRE)
 		return "dumping";
-	switch (tr->last) {
-	case EVAL_PENDING:
-		return "pending";
-	case EVAL_FIRE:
-		return "fire";
-	case EVAL_COOLDOWN:
-		return "cooldown";
-	case EVAL_LIMIT:
-		return "limit";
-	case EVAL_IDLE:
-		break;
-	}
-	return "idle";
+	return eval_result_name(tr->last);
 }
 
 static struct json_object *secs(int64_t ns)
@@ -69,7 +55,7 @@ static struct json_object *secs(int64_t ns)
 	return json_object_new_double((double)(ns / 1000000) / 1000.0);
 }
 
-static struct json_object *rule_json(const struct target *t, const struct target_rule *tr, size_t i, int64_t now)
+static struct json_object *rule_json(const struct target *t, const struct target_rule *tr, int64_t now)
 {
 	const struct rule *r = &tr->fr.rule;
 	struct json_object *o = json_object_new_object(), *conds = json_object_new_array();
@@ -78,7 +64,7 @@ static struct json_object *rule_json(const struct target *t, const struct target
 	uint32_t in_window = 0;
 
 	json_object_object_add(o, "name", json_object_new_string(r->name));
-	json_object_object_add(o, "state", json_object_new_string(rule_state(t, tr, i, 0)));
+	json_object_object_add(o, "state", json_object_new_string(rule_state(t, tr)));
 	for (uint32_t c = 0; c < r->n_conds && c < RULE_MAX_CONDS; c++) {
 		const struct rule_cond *rc = &r->conds[c];
 		struct json_object *co = json_object_new_object();
@@ -134,7 +120,7 @@ static struct json_object *proc_json(const struct proc *p, int64_t now)
 		json_object_object_add(o, "retry_in_s", secs(at > now ? at - now : 0));
 	json_object_object_add(o, "dumps", json_object_new_int64(target_dumps(t)));
 	for (size_t i = 0; i < n; i++)
-		json_object_array_add(rules, rule_json(t, &tr[i], i, now));
+		json_object_array_add(rules, rule_json(t, &tr[i], now));
 	json_object_object_add(o, "rules", rules);
 	return o;
 }

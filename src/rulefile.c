@@ -582,24 +582,6 @@ static int get_duration(struct ctx *c, const struct field *f, const char *key, c
 
 /* ---- conditions ------------------------------------------------------- */
 
-static const char *unit_example(enum unit_kind u)
-{
-	switch (u) {
-	case UNIT_BYTES:
-		return "200MB";
-	case UNIT_BYTES_PER_SEC:
-		return "50MB/s";
-	case UNIT_MS:
-		return "200ms";
-	case UNIT_PERCENT:
-		return "90%";
-	case UNIT_PER_SEC:
-		return "10/s";
-	default:
-		return "100";
-	}
-}
-
 static const char *const cond_keys[] = {"metric", "above", "below", "for", NULL};
 enum { CK_METRIC, CK_ABOVE, CK_BELOW, CK_FOR };
 
@@ -633,7 +615,8 @@ static int parse_cond_object(struct ctx *c, int node, struct json_object *obj, s
 	}
 	if (f[CK_ABOVE].node < 0 && f[CK_BELOW].node < 0) {
 		diag(c, K_ABOVE_BELOW, val_off(c, node),
-		     "condition needs \"above\" or \"below\", as in \"above\": \"%s\"", unit_example(rc.metric.unit));
+		     "condition needs \"above\" or \"below\", as in \"above\": \"%s\"",
+		     rule_unit_example(rc.metric.unit));
 		return -1;
 	}
 	vf = f[CK_ABOVE].node >= 0 ? &f[CK_ABOVE] : &f[CK_BELOW];
@@ -651,7 +634,7 @@ static int parse_cond_object(struct ctx *c, int node, struct json_object *obj, s
 		if (rc.metric.unit != UNIT_NONE && rc.metric.unit != UNIT_COUNT) {
 			diag(c, K_VALUE, val_off(c, vf->node),
 			     "\"%s\" needs a unit for %s: write a string such as \"%s\"", vkey, rc.metric.name,
-			     unit_example(rc.metric.unit));
+			     rule_unit_example(rc.metric.unit));
 			return -1;
 		}
 		if (!isfinite(v) || fabs(v) >= 9.2e18 || (rc.metric.unit == UNIT_COUNT && v < 0)) {
@@ -663,7 +646,7 @@ static int parse_cond_object(struct ctx *c, int node, struct json_object *obj, s
 		snprintf(value, sizeof(value), "%.15g", v);
 	} else {
 		diag(c, K_TYPE, val_off(c, vf->node), "\"%s\" must be a value string such as \"%s\"", vkey,
-		     unit_example(rc.metric.unit));
+		     rule_unit_example(rc.metric.unit));
 		return -1;
 	}
 	if (f[CK_FOR].node >= 0) {

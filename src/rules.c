@@ -116,8 +116,7 @@ static const char *unit_phrase(enum unit_kind u)
 	}
 }
 
-/* A value that fits a metric's unit, for examples in messages. */
-static const char *unit_example(enum unit_kind u)
+const char *rule_unit_example(enum unit_kind u)
 {
 	switch (u) {
 	case UNIT_BYTES:
@@ -211,7 +210,7 @@ int rule_cond_parse(const char *text, struct rule_cond *out, char *err, size_t e
 	} else {
 		snprintf(err, errlen,
 		         "missing operator after \"%s\": use >, >=, < or <= (or above, below), as in %s > %s", q1, q1,
-		         unit_example(c.metric.unit));
+		         rule_unit_example(c.metric.unit));
 		return -EINVAL;
 	}
 	if (*p == '=' || *p == '<' || *p == '>') {
@@ -227,7 +226,7 @@ int rule_cond_parse(const char *text, struct rule_cond *out, char *err, size_t e
 	p = skip_space(p);
 	if (*p == '\0' || is_word(p, "for")) {
 		snprintf(err, errlen, "missing value after the operator: %s %s, as in %s > %s", q1,
-		         unit_phrase(c.metric.unit), q1, unit_example(c.metric.unit));
+		         unit_phrase(c.metric.unit), q1, rule_unit_example(c.metric.unit));
 		return -EINVAL;
 	}
 	start = p;

@@ -9,6 +9,8 @@
  * too carries no terminal control character (see put_json_safe). */
 #include "dumpwatch/status.h"
 
+#include "dumpwatch/ipc.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -55,76 +57,19 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	}
 }
 
-/* Connects to path before the deadline; a path longer than sun_path is
- * reached through its directory (/proc/self/fd/N/name). Returns the socket
- * (blocking mode off) or -errno. */
-static int connect_path(const char *path, int64_t deadline)
+/* Connects to path (ipc_connect: a full backlog is retried for a bounded
+ * time; a path longer than sun_path is reached through its directory).
+ * Returns the socket in non-blocking mode, or -errno. Who serves it is
+ * checked by the caller. */
+static int connect_path(const char *path)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	size_t plen = strlen(path);
-	int dirfd = -1, fd, r = 0;
+	const struct ipc_endpoint ep = {.path = path};
+	int fd = ipc_connect(&ep);
 
-	if (plen < sizeof(sa.sun_path)) {
-		memcpy(sa.sun_path, path, plen + 1);
-	} else {
-		const char *slash = strrchr(path, '/');
-		char dir[PATH_MAX];
-		size_t dlen = slash ? (size_t)(slash - path) : 0;
-		int n;
-
-		if (!slash || dlen == 0 || dlen >= sizeof(dir))
-			return -ENAMETOOLONG;
-		memcpy(dir, path, dlen);
-		dir[dlen] = '\0';
-		dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dirfd < 0)
-			return -errno;
-		n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dirfd, slash + 1);
-		if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
-			close(dirfd);
-			return -ENAMETOOLONG;
-		}
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	for (;;) {
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EISCONN)
-			break;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN) { /* the guard's backlog is full: try again shortly */
-			struct timespec ts = {0, 10 * 1000 * 1000};
-			if (now_ms() >= deadline) {
-				r = -ETIMEDOUT;
-				goto out;
-			}
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		if (errno == EINPROGRESS || errno == EALREADY) {
-			int soerr = 0;
-			socklen_t sl = sizeof(soerr);
-			if ((r = wait_fd(fd, POLLOUT, deadline)) < 0)
-				goto out;
-			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
-				r = -errno;
-			else if (soerr)
-				r = -soerr;
-			goto out;
-		}
-		r = -errno;
-		goto out;
-	}
-out:
-	if (dirfd >= 0)
-		close(dirfd);
-	if (r < 0) {
-		if (fd >= 0)
-			close(fd);
-		return r;
+	if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
 	}
 	return fd;
 }
@@ -201,7 +146,7 @@ int status_query(const char *socket_path, int timeout_ms, char **ret_text, size_
 		snprintf(err, errlen, "no status socket path given");
 		return -EINVAL;
 	}
-	fd = connect_path(p, deadline);
+	fd = connect_path(p);
 	if (fd < 0) {
 		switch (-fd) {
 		case ENOENT:

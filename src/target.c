@@ -157,6 +157,19 @@ static void rule_names_text(const struct target *t, char *out, size_t len)
 	}
 }
 
+/* The detach record that closes an attach record, once. */
+static void journal_detach(struct target *t, const char *why)
+{
+	if (!t->attach_open)
+		return;
+	t->attach_open = 0;
+	struct json_object *rec = rec_new(t);
+	json_object_object_add(rec, "reason", json_object_new_string(why));
+	json_object_object_add(rec, "dumps", json_object_new_int((int)t->dumps));
+	journal_write(t->cfg->journal, "detach", rec);
+	log_info("detached from pid %d (%s): %s", (int)t->dt.pid, t->name, why);
+}
+
 static const char *dump_dir_of(const struct target *t, const struct target_rule *tr)
 {
 	return tr->fr.dump_dir[0] ? tr->fr.dump_dir : t->cfg->dump_dir;
@@ -611,14 +624,7 @@ void target_detach(struct target *t, const char *why)
 	if (t->state == TARGET_ATTACHED || t->state == TARGET_ATTACHING)
 		t->state = TARGET_IDLE;
 	t->retry_ns = 0;
-	if (t->attach_open) {
-		t->attach_open = 0;
-		struct json_object *rec = rec_new(t);
-		json_object_object_add(rec, "reason", json_object_new_string(why));
-		json_object_object_add(rec, "dumps", json_object_new_int((int)t->dumps));
-		journal_write(t->cfg->journal, "detach", rec);
-		log_info("detached from pid %d (%s): %s", (int)t->dt.pid, t->name, why);
-	}
+	journal_detach(t, why);
 	arm(t);
 }
 
@@ -647,14 +653,7 @@ static void gone(struct target *t)
 	t->state = TARGET_GONE;
 	t->retry_ns = 0;
 	loop_timer_disarm(t->cfg->loop, &t->timer);
-	if (t->attach_open) {
-		t->attach_open = 0;
-		struct json_object *rec = rec_new(t);
-		json_object_object_add(rec, "reason", json_object_new_string("exited"));
-		json_object_object_add(rec, "dumps", json_object_new_int((int)t->dumps));
-		journal_write(t->cfg->journal, "detach", rec);
-		log_info("detached from pid %d (%s): exited", (int)t->dt.pid, t->name);
-	}
+	journal_detach(t, "exited");
 	if (t->hooks->exited)
 		t->hooks->exited(t->ctx, t);
 }
@@ -1046,14 +1045,7 @@ void target_end(struct target *t, const char *why)
 {
 	if (!t)
 		return;
-	if (t->attach_open) {
-		t->attach_open = 0;
-		struct json_object *rec = rec_new(t);
-		json_object_object_add(rec, "reason", json_object_new_string(why));
-		json_object_object_add(rec, "dumps", json_object_new_int((int)t->dumps));
-		journal_write(t->cfg->journal, "detach", rec);
-		log_info("detached from pid %d (%s): %s", (int)t->dt.pid, t->name, why);
-	}
+	journal_detach(t, why);
 	target_free(t);
 }
 

@@ -1,6 +1,6 @@
 /* Live views; see views.h.
  *
- * One epoll loop: a session per followed process, a signalfd, and one timer
+ * One epoll loop: a session per followed process, the signals, and one timer
  * that refreshes the counters, lets GC records that wait for missing events
  * fall due, and (by name) looks for new processes every 250 ms. */
 #include "dumpwatch/views.h"
@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,7 +51,6 @@ struct skipped {
 struct view {
 	const struct view_options *o;
 	struct loop *loop;
-	int sigfd;
 	int tty;
 	struct vproc procs[VIEW_PROCS_MAX];
 	struct skipped *skipped;
@@ -543,19 +541,17 @@ static void on_timer(struct loop *l, void *ctx)
 	loop_set_timer(l, next, on_timer, v);
 }
 
-static void on_signal(struct loop *l, int fd, uint32_t events, void *ctx)
+static void on_signal(struct loop *l, int signo, void *ctx)
 {
-	struct signalfd_siginfo si;
-	(void)events;
+	(void)signo;
 	(void)ctx;
-	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-		loop_stop(l);
+	loop_stop(l);
 }
 
 int view_run(const struct view_options *o)
 {
+	static const int signals[] = {SIGINT, SIGTERM};
 	struct view v;
-	sigset_t mask;
 	char err[512];
 	int rc;
 
@@ -568,14 +564,9 @@ int view_run(const struct view_options *o)
 		log_error("cannot create the event loop: %s", strerror(errno));
 		return DW_EXIT_RUNTIME;
 	}
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	v.sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (v.sigfd < 0 || loop_add(v.loop, v.sigfd, EPOLLIN, on_signal, &v) < 0) {
-		log_error("cannot watch signals: %s", strerror(errno));
+	rc = loop_add_signals(v.loop, signals, 2, on_signal, &v);
+	if (rc < 0) {
+		log_error("cannot watch signals: %s", strerror(-rc));
 		loop_free(v.loop);
 		return DW_EXIT_RUNTIME;
 	}
@@ -612,7 +603,6 @@ out:
 			proc_free(&v.procs[i]);
 		}
 	free(v.skipped);
-	close(v.sigfd);
 	loop_free(v.loop);
 	return rc;
 }

@@ -60,6 +60,9 @@ int rule_cond_test(const struct rule_cond *c, double value);
 int rule_dump_type_parse(const char *text, enum dump_type *out);
 const char *rule_dump_type_name(enum dump_type t);
 
+/* A value that fits a unit, for examples in messages ("200MB", "90%"). */
+const char *rule_unit_example(enum unit_kind u);
+
 /* Builds a file-name-safe rule name from condition text: "loh-size>200MB" ->
  * "loh-size-gt-200MB". Writes at most RULE_NAME_MAX bytes including NUL. */
 void rule_name_from_text(const char *text, char *out, size_t outlen);
