@@ -33,7 +33,7 @@ mkdir -p "$out/obj"
 flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE
 	-std=gnu11 -I"$here/include" -I/usr/include/json-c -DDW_TEST_DATA="\"$here/tests/data\"")
 objs=()
-for src in "$here"/src/*.c; do
+for src in $(find "$here/src" -name "*.c" | sort); do
 	[ "$(basename "$src")" = main.c ] && continue
 	o="$out/obj/$(basename "$src" .c).o"
 	if [ ! -e "$o" ] || [ "$src" -nt "$o" ] || [ -n "$(find "$here/include" -newer "$o" -name '*.h' | head -1)" ]; then
