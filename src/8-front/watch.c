@@ -118,7 +118,8 @@ static void on_exited(void *ctx, struct target *t)
 
 	log_info("process %d (%s) exited; %u dump(s) taken", (int)target_process(t)->pid, target_name(t),
 	         target_dumps(t));
-	finish(w, DW_EXIT_OK);
+	/* A dump that failed as the process went keeps its exit code. */
+	finish(w, w->exit_code);
 }
 
 static void on_quiet(void *ctx, struct target *t)
