@@ -82,7 +82,6 @@ struct target {
 	struct op_reg stop_reg;
 	int stop_stream;
 	int64_t stop_deadline;
-	uint8_t drain[16384];
 
 	/* A dump that could not start, reported from the timer (never from
 	 * inside the stream's read). */
@@ -326,9 +325,11 @@ static void on_stop_stream(struct loop *l, int fd, uint32_t events, void *ctx)
 	(void)events;
 
 	/* What the runtime flushes after the stop, to its end; a runtime
-	 * blocked on a full socket would not get round to answering. */
+	 * blocked on a full socket would not get round to answering. Read and
+	 * dropped: one buffer serves every target (one thread). */
+	static uint8_t drain[16384];
 	for (int i = 0; i < 16; i++) {
-		ssize_t n = read(fd, t->drain, sizeof(t->drain));
+		ssize_t n = read(fd, drain, sizeof(drain));
 		if (n > 0)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
