@@ -64,7 +64,6 @@ struct target {
 	int stream_on_loop;
 	int64_t attached_ns;
 	int attach_open; /* an attach record without its detach */
-	int clean_end;   /* ENDING: the runtime closed the stream cleanly */
 	char end_err[512];
 	int64_t grace_ns;
 
@@ -689,10 +688,9 @@ static void session_failed(struct target *t, const char *err)
 /* The stream ended (cleanly or not): the process exiting, most often; its
  * exit completes a moment after its sockets close. Wait for the pidfd, up to
  * the grace, before calling it a failure. */
-static void stream_ended(struct target *t, int clean, const char *err)
+static void stream_ended(struct target *t, const char *err)
 {
 	stream_off(t);
-	t->clean_end = clean;
 	snprintf(t->end_err, sizeof(t->end_err), "%s", err);
 	if (discovery_exited(t->dt.pid, t->dt.starttime)) {
 		gone(t);
@@ -714,7 +712,7 @@ static void on_stream(struct loop *l, int fd, uint32_t events, void *ctx)
 	int r = session_read(t->session, err, sizeof(err));
 	if (r == 0 || t->state != TARGET_ATTACHED)
 		return;
-	stream_ended(t, r == 1, r == 1 ? "the runtime ended the event stream" : err);
+	stream_ended(t, r == 1 ? "the runtime ended the event stream" : err);
 }
 
 static void on_pidfd(struct loop *l, int fd, uint32_t events, void *ctx)
