@@ -34,9 +34,10 @@ enum metric_id {
 };
 
 /* What a metric needs from the session. */
-#define NEED_GC 0x1u          /* runtime provider, GC keyword, level 4 */
-#define NEED_ALLOC_TICKS 0x2u /* runtime provider, GC keyword, level 5 */
-#define NEED_COUNTERS 0x4u    /* the EventCounters provider named in the ref */
+#define NEED_GC 0x1u               /* runtime provider, GC keyword, level 4 */
+#define NEED_ALLOC_TICKS 0x2u      /* runtime provider, GC keyword, level 5 */
+#define NEED_COUNTERS 0x4u         /* the EventCounters provider named in the ref */
+#define NEED_RUNTIME_COUNTERS 0x8u /* System.Runtime's counters: sizes before the first GC */
 
 #define CATALOG_NAME_MAX 128
 

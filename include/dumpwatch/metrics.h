@@ -22,11 +22,18 @@ struct metrics;
 struct metrics *metrics_new(void);
 void metrics_free(struct metrics *m);
 
+/* The session started at t_ns: rates count from then. Without it, from the
+ * first event. */
+void metrics_start(struct metrics *m, int64_t t_ns);
+
 /* Feeds one decoded event that happened at t_ns. */
 void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns);
 
 /* Reads a metric as of now_ns. Returns 1 with the value in the metric's base
- * unit and the time it was measured, or 0 when there is no sample yet. */
+ * unit and the time it was measured, or 0 while it is not known: sizes until
+ * a GC or a complete System.Runtime sample (metrics.c's design note says how
+ * exact each is then), rates and time-in-gc for a second after the start, an
+ * EventCounter until its first sample. */
 int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns, double *value,
                  int64_t *sample_ns);
 
@@ -37,6 +44,12 @@ struct metrics_at {
 	int64_t now_ns;
 };
 int metrics_read_at(void *ctx, const struct metric_ref *ref, double *value, int64_t *sample_ns);
+
+/* How a metric's value is known now, or NULL while it is not: "gc" (sizes
+ * from a GC seen), "counters" (sizes from System.Runtime's sample before any
+ * GC: loh-size an upper bound, poh-size a lower one), "events" (counted from
+ * the stream), "counter" (an EventCounter's sample). */
+const char *metrics_basis(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns);
 
 /* Whether an event can move a metric's value, so rules are worth evaluating
  * after it (counters, GC ends and heap stats, restarts, allocation ticks). */

@@ -71,6 +71,7 @@ struct target_rule {
 	int64_t next_ns; /* 0: nothing pending */
 	int at_limit;    /* "limit" journaled since the last fire */
 	enum eval_result last;
+	unsigned char known[RULE_MAX_CONDS]; /* condition i's metric journaled as known */
 };
 
 enum target_state {

@@ -21,14 +21,15 @@ struct gc_metric {
 };
 
 /* Indexed by enum metric_id. LOH, POH and heap sizes are exact at each GC end
- * and raised live by allocation ticks between GCs, hence both needs. */
+ * and raised live by allocation ticks between GCs, hence both needs; every
+ * size is known before the first GC from the System.Runtime counters. */
 static const struct gc_metric gc_metrics[M_COUNTER] = {
-    [M_LOH_SIZE] = {"loh-size", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
-    [M_POH_SIZE] = {"poh-size", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
-    [M_GEN0_SIZE] = {"gen0-size", UNIT_BYTES, NEED_GC, 0},
-    [M_GEN1_SIZE] = {"gen1-size", UNIT_BYTES, NEED_GC, 0},
-    [M_GEN2_SIZE] = {"gen2-size", UNIT_BYTES, NEED_GC, 0},
-    [M_HEAP_SIZE] = {"heap-size", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+    [M_LOH_SIZE] = {"loh-size", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS | NEED_RUNTIME_COUNTERS, 0},
+    [M_POH_SIZE] = {"poh-size", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS | NEED_RUNTIME_COUNTERS, 0},
+    [M_GEN0_SIZE] = {"gen0-size", UNIT_BYTES, NEED_GC | NEED_RUNTIME_COUNTERS, 0},
+    [M_GEN1_SIZE] = {"gen1-size", UNIT_BYTES, NEED_GC | NEED_RUNTIME_COUNTERS, 0},
+    [M_GEN2_SIZE] = {"gen2-size", UNIT_BYTES, NEED_GC | NEED_RUNTIME_COUNTERS, 0},
+    [M_HEAP_SIZE] = {"heap-size", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS | NEED_RUNTIME_COUNTERS, 0},
     [M_GC_PAUSE] = {"gc-pause", UNIT_MS, NEED_GC, 1},
     [M_GC_COUNT] = {"gc-count", UNIT_COUNT, NEED_GC, 0},
     [M_GC_RATE] = {"gc-rate", UNIT_PER_SEC, NEED_GC, 0},
@@ -40,7 +41,7 @@ static const struct gc_metric gc_metrics[M_COUNTER] = {
     [M_LOH_ALLOC_RATE] = {"loh-alloc-rate", UNIT_BYTES_PER_SEC, NEED_ALLOC_TICKS, 0},
     [M_POH_ALLOC_RATE] = {"poh-alloc-rate", UNIT_BYTES_PER_SEC, NEED_ALLOC_TICKS, 0},
     [M_APPDOMAIN_ALLOCATED] = {"appdomain-allocated", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
-    [M_APPDOMAIN_SURVIVED] = {"appdomain-survived", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+    [M_APPDOMAIN_SURVIVED] = {"appdomain-survived", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS | NEED_RUNTIME_COUNTERS, 0},
     [M_APPDOMAIN_FREED] = {"appdomain-freed", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
     [M_TIME_IN_GC] = {"time-in-gc", UNIT_PERCENT, NEED_GC, 0},
 };

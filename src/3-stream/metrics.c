@@ -14,6 +14,27 @@
  * timestamps: the newest heap statistics by time, plus the ticks stamped after
  * them, whichever arrived first. Recent ticks are kept in a ring for that.
  *
+ * Right after the attach no GC has been seen, and the runtime does not say
+ * what its heap holds until the next one. The System.Runtime counters do, at
+ * their first sample (one interval after the session starts): gen-0-size ..
+ * poh-size are the sizes at the end of the last GC (GC.GetGenerationSize
+ * reads the figures GCHeapStats carries), and gc-heap-size is the heap in use
+ * now (GC.GetTotalMemory(false): segments as allocated now, less free space).
+ * The difference between that and the heap in use at the last GC (its size
+ * less gc-fragmentation) is what was allocated since the last GC, of every
+ * kind. So from one complete sample:
+ *   gen0/gen1/gen2-size  exact (the last GC's, as GCHeapStats would say);
+ *   heap-size            exact: the last GC's sizes plus everything since;
+ *   loh-size             the last GC's LOH plus everything allocated since:
+ *                        high by the small and pinned bytes of that span;
+ *   poh-size             the last GC's POH: low by the pinned bytes since.
+ * Such a seed is replaced by every complete sample until a GC is seen; from
+ * then on the GC's figures rule. Until either, the sizes are unknown.
+ *
+ * Rates and time-in-gc count from the session's start and are known once a
+ * second has passed; gc-rate divides by the time since the start until its
+ * window is full.
+ *
  * AppDomain figures (a .NET Core process has one AppDomain; .NET 5+ never
  * fires the AppDomainMemAllocated/Survived events, which are used when a
  * runtime does): allocated is the sum of the allocation ticks (each carries
@@ -49,6 +70,15 @@
 /* GCSuspendEEBegin reasons that are GC suspensions (for GC, GC prep). */
 #define SUSPEND_FOR_GC 1
 #define SUSPEND_FOR_GC_PREP 6
+/* Rates, gc-rate and time-in-gc are known this long after the start. */
+#define KNOWN_AFTER_NS 1000000000LL
+/* The counters of one sample are polled within this span of each other. */
+#define SAMPLE_SKEW_NS 500000000LL
+
+/* The System.Runtime counters a seed is made of. */
+enum { RC_HEAP, RC_GEN0, RC_GEN1, RC_GEN2, RC_LOH, RC_POH, RC_FRAG, RC_N };
+static const char *const rc_names[RC_N] = {"gc-heap-size", "gen-0-size", "gen-1-size",      "gen-2-size",
+                                           "loh-size",     "poh-size",   "gc-fragmentation"};
 
 struct rate {
 	int64_t bucket_id[N_BUCKETS]; /* which 10 ms slot each bucket holds */
@@ -65,10 +95,23 @@ struct counter_value {
 };
 
 struct metrics {
-	/* Heap at the last GC end. */
-	int have_heap;
+	/* Heap at the last GC end: from a GC seen (have_heap) or from the
+	 * counters (have_seed, until a GC is seen); heap_ns is when the figures
+	 * were taken, and ticks after it are added to them. */
+	int have_heap, have_seed;
 	uint64_t size[5], promoted[5];
 	int64_t heap_ns;
+	/* A seed's bytes allocated between the last GC and its sample, of every
+	 * kind (counted in heap-size and, as an upper bound, in loh-size). */
+	uint64_t seed_since;
+	struct {
+		double value;
+		int64_t t_ns;
+		int have;
+	} rc[RC_N];
+	/* When the session started (when not told, the first event). */
+	int64_t start_ns;
+	int have_start;
 	/* Bytes allocated by kind after heap_ns (from ticks). */
 	uint64_t since_gc[3];
 	int64_t since_gc_ns;
@@ -156,9 +199,10 @@ static double rate_get(const struct rate *r, int64_t now_ns)
 	return (double)sum * 1e9 / (double)METRICS_RATE_WINDOW_NS;
 }
 
-/* Drops the kept ticks stamped at or before heap_ns and recomputes the bytes
- * allocated after it from the rest. */
-static void rebase_ticks(struct metrics *m)
+/* Recomputes the bytes allocated after heap_ns from the kept ticks. A GC's
+ * figures (drop) make the ticks at or before them useless, so they go; a
+ * seed's do not, as a GC older than the seed may still arrive. */
+static void rebase_ticks(struct metrics *m, int drop)
 {
 	uint32_t kept = 0;
 
@@ -166,16 +210,53 @@ static void rebase_ticks(struct metrics *m)
 	m->since_gc_ns = 0;
 	for (uint32_t i = 0; i < m->tick_n; i++) {
 		uint32_t from = (m->tick_head + i) % TICK_RING;
-		if (m->ticks[from].t_ns <= m->heap_ns)
-			continue;
-		uint32_t to = (m->tick_head + kept) % TICK_RING;
-		m->ticks[to] = m->ticks[from];
-		m->since_gc[m->ticks[to].kind] += m->ticks[to].amount;
-		if (m->ticks[to].t_ns > m->since_gc_ns)
-			m->since_gc_ns = m->ticks[to].t_ns;
+		if (m->ticks[from].t_ns <= m->heap_ns) {
+			if (drop)
+				continue;
+		} else {
+			m->since_gc[m->ticks[from].kind] += m->ticks[from].amount;
+			if (m->ticks[from].t_ns > m->since_gc_ns)
+				m->since_gc_ns = m->ticks[from].t_ns;
+		}
+		m->ticks[(m->tick_head + kept) % TICK_RING] = m->ticks[from];
 		kept++;
 	}
 	m->tick_n = kept;
+}
+
+/* Takes the sizes from the latest System.Runtime sample when it is complete
+ * (see the design note) and no GC has been seen. */
+static void try_seed(struct metrics *m)
+{
+	int64_t newest = 0;
+	double gross = 0, frag_pct = 0, heap_now;
+
+	if (m->have_heap)
+		return;
+	for (int i = RC_HEAP; i <= RC_POH; i++) {
+		if (!m->rc[i].have)
+			return;
+		if (m->rc[i].t_ns > newest)
+			newest = m->rc[i].t_ns;
+	}
+	for (int i = RC_HEAP; i <= RC_POH; i++)
+		if (newest - m->rc[i].t_ns > SAMPLE_SKEW_NS)
+			return; /* not one sample yet */
+	for (int i = 0; i < 5; i++) {
+		double v = m->rc[RC_GEN0 + i].value;
+		m->size[i] = v > 0 && v < 1e19 ? (uint64_t)v : 0;
+		gross += (double)m->size[i];
+	}
+	if (m->rc[RC_FRAG].have && newest - m->rc[RC_FRAG].t_ns <= SAMPLE_SKEW_NS && m->rc[RC_FRAG].value > 0 &&
+	    m->rc[RC_FRAG].value < 100)
+		frag_pct = m->rc[RC_FRAG].value;
+	heap_now = m->rc[RC_HEAP].value * 1e6; /* reported in MB */
+	double since = heap_now - gross * (1.0 - frag_pct / 100.0);
+	m->seed_since = since > 0 && since < 1e19 ? (uint64_t)since : 0;
+	memset(m->promoted, 0, sizeof(m->promoted));
+	m->heap_ns = newest;
+	m->have_seed = 1;
+	rebase_ticks(m, 0);
 }
 
 static void gc_ring_push(struct metrics *m, uint32_t gen, int64_t t_ns)
@@ -186,6 +267,17 @@ static void gc_ring_push(struct metrics *m, uint32_t gen, int64_t t_ns)
 	m->gc_ring_head[gen] = (m->gc_ring_head[gen] + 1) % GC_RING;
 	if (m->gc_ring_n[gen] < GC_RING)
 		m->gc_ring_n[gen]++;
+}
+
+/* The session's start, or the first event when not told. */
+static int started(const struct metrics *m, int64_t *start)
+{
+	if (m->have_start) {
+		*start = m->start_ns;
+		return 1;
+	}
+	*start = m->first_ns;
+	return m->have_first;
 }
 
 static double gc_rate(const struct metrics *m, int gen, int64_t now_ns)
@@ -201,16 +293,20 @@ static double gc_rate(const struct metrics *m, int gen, int64_t now_ns)
 				n++;
 		}
 	}
-	return (double)n * 1e9 / (double)METRICS_GC_RATE_WINDOW_NS;
+	/* Until the window is full, over the time since the start. */
+	int64_t start, span = METRICS_GC_RATE_WINDOW_NS;
+	if (started(m, &start) && now_ns - start < span)
+		span = now_ns - start;
+	return span > 0 ? (double)n * 1e9 / (double)span : 0;
 }
 
 /* Percent of the window ending at now that GC suspensions took. */
 static double time_in_gc(const struct metrics *m, int64_t now_ns)
 {
-	int64_t from = now_ns - GC_TIME_WINDOW_NS, sum = 0;
+	int64_t from = now_ns - GC_TIME_WINDOW_NS, sum = 0, start;
 
-	if (from < m->first_ns)
-		from = m->first_ns;
+	if (started(m, &start) && from < start)
+		from = start;
 	if (now_ns <= from)
 		return 0;
 	for (uint32_t i = 0; i < m->pause_n; i++) {
@@ -253,6 +349,17 @@ static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_
 	cv->value = c->value;
 	cv->t_ns = t_ns;
 	snprintf(cv->units, sizeof(cv->units), "%s", c->display_units);
+
+	if (strcmp(c->provider, "System.Runtime") != 0 || c->is_increment)
+		return;
+	for (int i = 0; i < RC_N; i++)
+		if (strcmp(c->name, rc_names[i]) == 0) {
+			m->rc[i].value = c->value;
+			m->rc[i].t_ns = t_ns;
+			m->rc[i].have = 1;
+			try_seed(m);
+			break;
+		}
 }
 
 int metrics_read_at(void *ctx, const struct metric_ref *ref, double *value, int64_t *sample_ns)
@@ -289,11 +396,15 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 		break;
 	case EV_GC_ALLOC_TICK: {
 		uint32_t k = r->u.alloc.kind <= EV_ALLOC_PINNED ? r->u.alloc.kind : EV_ALLOC_SMALL;
-		/* A tick stamped before the newest heap statistics is already in them. */
+		/* A tick stamped before the newest heap statistics is already in
+		 * them; one before a seed is in its figures, but kept for a GC
+		 * older than the seed that may still arrive. */
 		if (!m->have_heap || t_ns > m->heap_ns) {
-			m->since_gc[k] += r->u.alloc.amount;
-			if (t_ns > m->since_gc_ns)
-				m->since_gc_ns = t_ns;
+			if (!m->have_seed || t_ns > m->heap_ns) {
+				m->since_gc[k] += r->u.alloc.amount;
+				if (t_ns > m->since_gc_ns)
+					m->since_gc_ns = t_ns;
+			}
 			uint32_t slot = (m->tick_head + m->tick_n) % TICK_RING;
 			if (m->tick_n == TICK_RING) /* full: forget the oldest */
 				m->tick_head = (m->tick_head + 1) % TICK_RING;
@@ -355,8 +466,10 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 		memcpy(m->size, r->u.heap_stats.size, sizeof(m->size));
 		memcpy(m->promoted, r->u.heap_stats.promoted, sizeof(m->promoted));
 		m->have_heap = 1;
+		m->have_seed = 0;
+		m->seed_since = 0;
 		m->heap_ns = t_ns;
-		rebase_ticks(m);
+		rebase_ticks(m, 1);
 		if (!m->have_first_heap) {
 			m->have_first_heap = 1;
 			m->first_heap_ns = t_ns;
@@ -377,7 +490,25 @@ static uint64_t heap_total(const struct metrics *m)
 
 	for (int i = 0; i < 5; i++)
 		s += m->size[i];
-	return s + m->since_gc[0] + m->since_gc[1] + m->since_gc[2];
+	return s + m->seed_since + m->since_gc[0] + m->since_gc[1] + m->since_gc[2];
+}
+
+static int have_sizes(const struct metrics *m)
+{
+	return m->have_heap || m->have_seed;
+}
+
+/* Whether a second has passed since the start, for rates. */
+static int rates_known(const struct metrics *m, int64_t now_ns)
+{
+	int64_t start;
+	return started(m, &start) && now_ns - start >= KNOWN_AFTER_NS;
+}
+
+void metrics_start(struct metrics *m, int64_t t_ns)
+{
+	m->start_ns = t_ns;
+	m->have_start = 1;
 }
 
 static int64_t later(int64_t a, int64_t b)
@@ -409,22 +540,22 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 	case M_POH_SIZE: {
 		int gen = ref->id == M_LOH_SIZE ? 3 : 4;
 		int kind = ref->id == M_LOH_SIZE ? EV_ALLOC_LARGE : EV_ALLOC_PINNED;
-		if (!m->have_heap && !m->have_alloc)
+		if (!have_sizes(m))
 			return 0;
-		*value = (double)(m->size[gen] + m->since_gc[kind]);
+		*value = (double)(m->size[gen] + m->since_gc[kind] + (gen == 3 ? m->seed_since : 0));
 		*sample_ns = heap_t;
 		return 1;
 	}
 	case M_GEN0_SIZE:
 	case M_GEN1_SIZE:
 	case M_GEN2_SIZE:
-		if (!m->have_heap)
+		if (!have_sizes(m))
 			return 0;
 		*value = (double)m->size[ref->id - M_GEN0_SIZE];
 		*sample_ns = m->heap_ns;
 		return 1;
 	case M_HEAP_SIZE:
-		if (!m->have_heap && !m->have_alloc)
+		if (!have_sizes(m))
 			return 0;
 		*value = (double)heap_total(m);
 		*sample_ns = heap_t;
@@ -443,10 +574,14 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 	case M_GEN0_GC_RATE:
 	case M_GEN1_GC_RATE:
 	case M_GEN2_GC_RATE:
+		if (!rates_known(m, now_ns))
+			return 0;
 		*value = gc_rate(m, ref->id == M_GC_RATE ? -1 : (int)(ref->id - M_GEN0_GC_RATE), now_ns);
 		*sample_ns = now_ns;
 		return 1;
 	case M_ALLOC_RATE:
+		if (!rates_known(m, now_ns))
+			return 0;
 		*value = rate_get(&m->rates[0], rate_end) + rate_get(&m->rates[1], rate_end) +
 		         rate_get(&m->rates[2], rate_end);
 		*sample_ns = now_ns;
@@ -454,6 +589,8 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 	case M_SOH_ALLOC_RATE:
 	case M_LOH_ALLOC_RATE:
 	case M_POH_ALLOC_RATE:
+		if (!rates_known(m, now_ns))
+			return 0;
 		*value = rate_get(&m->rates[ref->id - M_SOH_ALLOC_RATE], rate_end);
 		*sample_ns = now_ns;
 		return 1;
@@ -474,7 +611,7 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 			*sample_ns = m->ad_survived_ns;
 			return 1;
 		}
-		if (!m->have_heap)
+		if (!have_sizes(m))
 			return 0;
 		*value = (double)(m->size[0] + m->size[1] + m->size[2] + m->size[3] + m->size[4]);
 		*sample_ns = m->heap_ns;
@@ -494,7 +631,7 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 		return 1;
 	}
 	case M_TIME_IN_GC:
-		if (!m->have_first)
+		if (!rates_known(m, now_ns))
 			return 0;
 		*value = time_in_gc(m, now_ns);
 		*sample_ns = now_ns;
@@ -510,6 +647,31 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 		return 0;
 	default:
 		return 0;
+	}
+}
+
+const char *metrics_basis(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns)
+{
+	double v;
+	int64_t t;
+
+	if (!metrics_read(m, ref, now_ns, &v, &t))
+		return NULL;
+	switch (ref->id) {
+	case M_LOH_SIZE:
+	case M_POH_SIZE:
+	case M_GEN0_SIZE:
+	case M_GEN1_SIZE:
+	case M_GEN2_SIZE:
+	case M_HEAP_SIZE:
+	case M_APPDOMAIN_SURVIVED:
+		if (ref->id == M_APPDOMAIN_SURVIVED && m->have_ad_survived)
+			return "events";
+		return m->have_heap ? "gc" : "counters";
+	case M_COUNTER:
+		return "counter";
+	default:
+		return "events";
 	}
 }
 
@@ -529,10 +691,9 @@ void metrics_describe(const struct metrics *m, int64_t now_ns, char *buf, size_t
 		double v;
 		int64_t t;
 		char vb[32];
-		if (!metrics_read(m, &ref, now_ns, &v, &t))
-			continue;
+		int known = metrics_read(m, &ref, now_ns, &v, &t);
 		int n = snprintf(buf + off, len - off, "%s%s=%s", off ? " " : "", catalog_id_name(ids[i]),
-		                 units_format(v, units[i], vb, sizeof(vb)));
+		                 known ? units_format(v, units[i], vb, sizeof(vb)) : "unknown");
 		if (n < 0)
 			break;
 		off += (size_t)n;

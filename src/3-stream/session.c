@@ -119,19 +119,24 @@ void session_free(struct session *s)
 	free(s);
 }
 
+static void subscription_add_provider(struct session_subscription *sub, const char *provider)
+{
+	for (size_t k = 0; k < sub->n_counter_providers; k++)
+		if (strcmp(sub->counter_providers[k], provider) == 0)
+			return;
+	if (sub->n_counter_providers < SESSION_MAX_COUNTER_PROVIDERS)
+		snprintf(sub->counter_providers[sub->n_counter_providers++], CATALOG_NAME_MAX, "%s", provider);
+}
+
 void session_subscription_add(struct session_subscription *sub, const struct rule *r)
 {
 	sub->needs |= rule_needs(r);
 	for (uint32_t c = 0; c < r->n_conds && c < RULE_MAX_CONDS; c++) {
 		const struct metric_ref *m = &r->conds[c].metric;
-		int seen = 0;
-		if (m->id != M_COUNTER)
-			continue;
-		for (size_t k = 0; k < sub->n_counter_providers; k++)
-			seen |= strcmp(sub->counter_providers[k], m->provider) == 0;
-		if (!seen && sub->n_counter_providers < SESSION_MAX_COUNTER_PROVIDERS)
-			snprintf(sub->counter_providers[sub->n_counter_providers++], CATALOG_NAME_MAX, "%s",
-			         m->provider);
+		if (m->id == M_COUNTER)
+			subscription_add_provider(sub, m->provider);
+		if (m->needs & NEED_RUNTIME_COUNTERS)
+			subscription_add_provider(sub, "System.Runtime");
 	}
 	if (sub->n_counter_providers > 0)
 		sub->needs |= NEED_COUNTERS;
@@ -203,6 +208,7 @@ int session_start(struct session *s, const struct session_subscription *sub, cha
 	fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
 	s->started = 1;
 	s->read_ns = loop_now();
+	metrics_start(s->metrics, s->read_ns);
 	return 0;
 }
 
@@ -217,6 +223,7 @@ void session_set_stream(struct session *s, int fd, uint64_t session_id, const st
 	fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) | O_NONBLOCK);
 	s->started = 1;
 	s->read_ns = loop_now();
+	metrics_start(s->metrics, s->read_ns);
 }
 
 int session_take_stream(struct session *s, uint64_t *ret_session_id)

@@ -29,6 +29,7 @@
 
 #include "dumpwatch/log.h"
 #include "dumpwatch/report.h"
+#include "dumpwatch/units.h"
 
 #define TARGET_SESSION_BUFFER_MB 16
 #define TARGET_SKIP_MAX 4
@@ -94,6 +95,7 @@ struct target {
 	uint32_t dumps;
 
 	int in_event;
+	int all_known; /* every metric of the rules known in this attachment */
 	struct report_verbose verbose;
 	struct loop_timer timer;
 };
@@ -407,6 +409,92 @@ static void attach_failed(struct target *t, int r, const char *err)
 		t->hooks->attach_failed(t->ctx, t, r, err);
 }
 
+/* Marks the conditions whose metric is known at now and has not been said so;
+ * adds each such metric once to known (name -> value and basis) and each
+ * metric still unknown once to unknown (name -> true). Returns how many
+ * conditions are still unknown. */
+static int scan_known(struct target *t, int64_t now, struct json_object *known, struct json_object *unknown, char *line,
+                      size_t linelen)
+{
+	const struct metrics *m = t->session ? session_metrics(t->session) : NULL;
+	int left = 0;
+	size_t off = 0;
+
+	if (linelen)
+		line[0] = '\0';
+	for (size_t i = 0; i < t->n_rules; i++) {
+		struct target_rule *tr = &t->rules[i];
+		for (uint32_t c = 0; c < tr->fr.rule.n_conds && c < RULE_MAX_CONDS; c++) {
+			const struct metric_ref *ref = &tr->fr.rule.conds[c].metric;
+			const char *basis = m ? metrics_basis(m, ref, now) : NULL;
+			double v;
+			int64_t sample;
+			if (tr->known[c])
+				continue;
+			if (!basis || !metrics_read(m, ref, now, &v, &sample)) {
+				left++;
+				if (!json_object_object_get_ex(unknown, ref->name, NULL))
+					json_object_object_add(unknown, ref->name, json_object_new_boolean(1));
+				continue;
+			}
+			tr->known[c] = 1;
+			if (json_object_object_get_ex(known, ref->name, NULL))
+				continue;
+			struct json_object *one = json_object_new_object();
+			json_object_object_add(one, "value", report_num(v, -1));
+			json_object_object_add(one, "basis", json_object_new_string(basis));
+			json_object_object_add(known, ref->name, one);
+			if (off < linelen) {
+				char vb[32];
+				int n = snprintf(line + off, linelen - off, "%s%s=%s (%s)", off ? " " : "", ref->name,
+				                 units_format(v, ref->unit, vb, sizeof(vb)), basis);
+				if (n > 0)
+					off += (size_t)n;
+			}
+		}
+	}
+	return left;
+}
+
+static struct json_object *names_of(struct json_object *set)
+{
+	struct json_object *a = json_object_new_array();
+	json_object_object_foreach(set, k, v)
+	{
+		(void)v;
+		json_object_array_add(a, json_object_new_string(k));
+	}
+	return a;
+}
+
+/* Journals the metrics of the rules that became known since the last call
+ * ("metrics-known": each with its value and how it is known), until all are. */
+static void note_known(struct target *t, int64_t now)
+{
+	struct json_object *known, *unknown;
+	char line[512];
+	int left;
+
+	if (t->all_known || !t->session)
+		return;
+	known = json_object_new_object();
+	unknown = json_object_new_object();
+	left = scan_known(t, now, known, unknown, line, sizeof(line));
+	if (json_object_object_length(known) > 0) {
+		struct json_object *rec = rec_new(t);
+		double after = (double)(now - t->attached_ns) / 1e6;
+		json_object_object_add(rec, "metrics", json_object_get(known));
+		json_object_object_add(rec, "unknown", names_of(unknown));
+		json_object_object_add(rec, "after_attach_ms", report_num(after, 3));
+		journal_write(t->cfg->journal, "metrics-known", rec);
+		log_info("pid %d (%s): known %.0f ms after the attach: %s%s", (int)t->dt.pid, t->name, after, line,
+		         left ? "; others still unknown" : "");
+	}
+	json_object_put(known);
+	json_object_put(unknown);
+	t->all_known = left == 0;
+}
+
 static void attached(struct target *t)
 {
 	int fd = ipc_op_take_stream(t->op);
@@ -460,6 +548,16 @@ static void attached(struct target *t)
 			json_object_array_add(dirs, json_object_new_string(dump_dir_of(t, &t->rules[i])));
 	}
 	json_object_object_add(rec, "conditions", conds);
+	/* Nothing is known of a metric yet but what the runtime has already
+	 * sent: "metrics-known" records follow as the rest become known. */
+	struct json_object *known = json_object_new_object(), *unknown = json_object_new_object();
+	for (size_t i = 0; i < t->n_rules; i++)
+		memset(t->rules[i].known, 0, sizeof(t->rules[i].known));
+	t->all_known = scan_known(t, t->attached_ns, known, unknown, NULL, 0) == 0;
+	json_object_object_add(rec, "known", names_of(known));
+	json_object_object_add(rec, "unknown", names_of(unknown));
+	json_object_put(known);
+	json_object_put(unknown);
 	json_object_object_add(rec, "runtime_version", json_object_new_string(t->info.runtime_version));
 	json_object_object_add(rec, "command_line", json_object_new_string(t->cmdline));
 	json_object_object_add(rec, "dump_dirs", dirs);
@@ -807,6 +905,7 @@ static int evaluate(struct target *t, int64_t now)
 		return 0;
 	rc.m = session_metrics(t->session);
 	rc.now_ns = now;
+	note_known(t, now);
 	for (size_t i = 0; i < t->n_rules; i++) {
 		struct target_rule *tr = &t->rules[i];
 		int64_t next = 0;
@@ -1063,6 +1162,7 @@ int target_set_rules(struct target *t, struct target_rule *rules, size_t n)
 	free(t->rules);
 	t->rules = rules;
 	t->n_rules = rules ? n : 0;
+	t->all_known = 0; /* a new rule's metrics are journaled when known */
 	if (t->n_rules == 0) {
 		t->retry_ns = 0;
 		target_detach(t, "no rule matches it any more");

@@ -250,6 +250,7 @@ static void apply_rules(struct proc *p)
 			struct target_rule *o = &old[k];
 			if (o->hash == gr->hash && strcmp(o->fr.rule.name, fr->rule.name) == 0) {
 				gr->st = o->st;
+				memcpy(gr->known, o->known, sizeof(gr->known));
 				gr->at_limit = o->at_limit;
 				o->hash = 0; /* taken */
 				o->st.fires = 0;

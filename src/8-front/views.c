@@ -234,10 +234,11 @@ static void print_counters_json(struct vproc *p, int64_t now)
 		struct metric_ref ref = {.id = shown[i].id, .scale = 1};
 		double v;
 		int64_t t;
-		if (!metrics_read(m, &ref, now, &v, &t))
-			continue;
+		/* Not known yet (no GC or counter sample since the attach): null. */
 		json_object_object_add(mj, catalog_id_name(shown[i].id),
-		                       jnum(v, shown[i].unit == UNIT_BYTES || shown[i].unit == UNIT_COUNT));
+		                       metrics_read(m, &ref, now, &v, &t)
+		                           ? jnum(v, shown[i].unit == UNIT_BYTES || shown[i].unit == UNIT_COUNT)
+		                           : NULL);
 		json_object_object_add(units, catalog_id_name(shown[i].id),
 		                       json_object_new_string(unit_suffix(shown[i].unit)));
 	}
@@ -277,7 +278,7 @@ static void print_counters_table(struct vproc *p, int64_t now)
 		if (shown[i].group)
 			printf("  %s\n", shown[i].group);
 		if (!metrics_read(m, &ref, now, &v, &t))
-			snprintf(b, sizeof(b), "-");
+			snprintf(b, sizeof(b), "unknown");
 		else if (shown[i].unit == UNIT_PER_SEC)
 			snprintf(b, sizeof(b), "%.1f/min", v * 60);
 		else

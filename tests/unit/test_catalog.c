@@ -17,12 +17,12 @@ struct gc_case {
 };
 
 static const struct gc_case gc_cases[] = {
-    {"loh-size", M_LOH_SIZE, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
-    {"poh-size", M_POH_SIZE, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
-    {"gen0-size", M_GEN0_SIZE, UNIT_BYTES, NEED_GC, 0},
-    {"gen1-size", M_GEN1_SIZE, UNIT_BYTES, NEED_GC, 0},
-    {"gen2-size", M_GEN2_SIZE, UNIT_BYTES, NEED_GC, 0},
-    {"heap-size", M_HEAP_SIZE, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+    {"loh-size", M_LOH_SIZE, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS | NEED_RUNTIME_COUNTERS, 0},
+    {"poh-size", M_POH_SIZE, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS | NEED_RUNTIME_COUNTERS, 0},
+    {"gen0-size", M_GEN0_SIZE, UNIT_BYTES, NEED_GC | NEED_RUNTIME_COUNTERS, 0},
+    {"gen1-size", M_GEN1_SIZE, UNIT_BYTES, NEED_GC | NEED_RUNTIME_COUNTERS, 0},
+    {"gen2-size", M_GEN2_SIZE, UNIT_BYTES, NEED_GC | NEED_RUNTIME_COUNTERS, 0},
+    {"heap-size", M_HEAP_SIZE, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS | NEED_RUNTIME_COUNTERS, 0},
     {"gc-pause", M_GC_PAUSE, UNIT_MS, NEED_GC, 1},
     {"gc-count", M_GC_COUNT, UNIT_COUNT, NEED_GC, 0},
     {"gc-rate", M_GC_RATE, UNIT_PER_SEC, NEED_GC, 0},
@@ -34,7 +34,7 @@ static const struct gc_case gc_cases[] = {
     {"loh-alloc-rate", M_LOH_ALLOC_RATE, UNIT_BYTES_PER_SEC, NEED_ALLOC_TICKS, 0},
     {"poh-alloc-rate", M_POH_ALLOC_RATE, UNIT_BYTES_PER_SEC, NEED_ALLOC_TICKS, 0},
     {"appdomain-allocated", M_APPDOMAIN_ALLOCATED, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
-    {"appdomain-survived", M_APPDOMAIN_SURVIVED, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
+    {"appdomain-survived", M_APPDOMAIN_SURVIVED, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS | NEED_RUNTIME_COUNTERS, 0},
     {"appdomain-freed", M_APPDOMAIN_FREED, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
     {"time-in-gc", M_TIME_IN_GC, UNIT_PERCENT, NEED_GC, 0},
 };

@@ -68,7 +68,8 @@ static void test_empty(void)
 	struct metrics *m = metrics_new();
 	CHECK(isnan(val(m, M_LOH_SIZE, SEC, NULL)));
 	CHECK(isnan(val(m, M_GC_PAUSE, SEC, NULL)));
-	CHECK(val(m, M_ALLOC_RATE, SEC, NULL) == 0);
+	CHECK(isnan(val(m, M_ALLOC_RATE, SEC, NULL)));
+	CHECK(val(m, M_GC_COUNT, SEC, NULL) == 0);
 	metrics_free(m);
 	metrics_free(NULL);
 }
@@ -136,6 +137,7 @@ static void test_rates(void)
 {
 	struct metrics *m = metrics_new();
 
+	metrics_start(m, 99 * SEC);
 	/* 50 ticks of 1 MB over 500 ms: 50 MB in the 1 s window. */
 	for (int i = 0; i < 50; i++)
 		tick(m, 100 * SEC + i * 10 * MS, EV_ALLOC_LARGE, 1000000);
@@ -158,6 +160,7 @@ static void test_pause_and_gc_rate(void)
 	struct ev_record r;
 	int64_t s;
 
+	metrics_start(m, 0);
 	for (int i = 0; i < 3; i++) {
 		int64_t t0 = (int64_t)(i + 1) * SEC;
 		simple(m, t0, EV_GC_SUSPEND_EE_BEGIN);
@@ -177,9 +180,11 @@ static void test_pause_and_gc_rate(void)
 	CHECK(fabs(val(m, M_GC_PAUSE, 4 * SEC, &s) - 5.0) < 1e-9);
 	CHECK(s == 3 * SEC + 5 * MS);
 	CHECK(val(m, M_GC_COUNT, 4 * SEC, NULL) == 3);
-	CHECK(fabs(val(m, M_GC_RATE, 4 * SEC, NULL) - 3.0 / 60) < 1e-9);
-	CHECK(fabs(val(m, M_GEN2_GC_RATE, 4 * SEC, NULL) - 1.0 / 60) < 1e-9);
-	CHECK(fabs(val(m, M_GEN0_GC_RATE, 4 * SEC, NULL) - 2.0 / 60) < 1e-9);
+	/* The window is not full yet: over the 4 s since the start. */
+	CHECK(fabs(val(m, M_GC_RATE, 4 * SEC, NULL) - 3.0 / 4) < 1e-9);
+	CHECK(fabs(val(m, M_GEN2_GC_RATE, 4 * SEC, NULL) - 1.0 / 4) < 1e-9);
+	CHECK(fabs(val(m, M_GEN0_GC_RATE, 4 * SEC, NULL) - 2.0 / 4) < 1e-9);
+	CHECK(fabs(val(m, M_GC_RATE, 60 * SEC, NULL) - 3.0 / 60) < 1e-9);
 	CHECK(val(m, M_GEN2_GC_RATE, 70 * SEC, NULL) == 0);
 	metrics_free(m);
 }
@@ -299,8 +304,108 @@ static void test_counters(void)
 	metrics_free(m);
 }
 
+static void counter(struct metrics *m, int64_t t, const char *name, double value)
+{
+	struct ev_record r;
+	memset(&r, 0, sizeof(r));
+	r.type = EV_COUNTER;
+	strcpy(r.u.counter.provider, "System.Runtime");
+	snprintf(r.u.counter.name, sizeof(r.u.counter.name), "%s", name);
+	r.u.counter.value = value;
+	metrics_on_event(m, &r, t);
+}
+
+/* One System.Runtime sample as .NET 10 polls it (in its order): the heap in
+ * use now in MB, fragmentation at the last GC in percent, then the sizes at
+ * the last GC in bytes. */
+static void sample(struct metrics *m, int64_t t, double heap_mb, double frag_pct, const double gens[5])
+{
+	static const char *const names[5] = {"gen-0-size", "gen-1-size", "gen-2-size", "loh-size", "poh-size"};
+	counter(m, t, "gc-heap-size", heap_mb);
+	counter(m, t + 1 * MS, "gc-fragmentation", frag_pct);
+	for (int i = 0; i < 5; i++)
+		counter(m, t + 2 * MS, names[i], gens[i]);
+}
+
+/* Nothing is known at the start: no size, no rate (a zero would fire a
+ * "below" rule); rates become known a second after the start. */
+static void test_unknown_at_start(void)
+{
+	struct metrics *m = metrics_new();
+	struct metric_ref r = ref_of(M_LOH_SIZE);
+
+	metrics_start(m, 10 * SEC);
+	/* Ticks alone do not make a size: they say nothing of what came before. */
+	tick(m, 10 * SEC + 100 * MS, EV_ALLOC_LARGE, 5000000);
+	for (enum metric_id id = M_LOH_SIZE; id <= M_HEAP_SIZE; id++)
+		CHECK_MSG(isnan(val(m, id, 10 * SEC + 500 * MS, NULL)), "metric %d known from ticks", (int)id);
+	CHECK(isnan(val(m, M_APPDOMAIN_SURVIVED, 10 * SEC + 500 * MS, NULL)));
+	CHECK(metrics_basis(m, &r, 10 * SEC + 500 * MS) == NULL);
+	CHECK(isnan(val(m, M_ALLOC_RATE, 10 * SEC + 999 * MS, NULL)));
+	CHECK(isnan(val(m, M_GC_RATE, 10 * SEC + 999 * MS, NULL)));
+	CHECK(isnan(val(m, M_TIME_IN_GC, 10 * SEC + 999 * MS, NULL)));
+	CHECK(val(m, M_ALLOC_RATE, 11 * SEC, NULL) >= 0);
+	CHECK(val(m, M_GC_RATE, 11 * SEC, NULL) == 0);
+	CHECK(val(m, M_TIME_IN_GC, 11 * SEC, NULL) == 0);
+	r = ref_of(M_ALLOC_RATE);
+	CHECK_STR(metrics_basis(m, &r, 11 * SEC), "events");
+	/* A partial sample is not a seed. */
+	counter(m, 11 * SEC, "gc-heap-size", 400);
+	counter(m, 11 * SEC, "loh-size", 300e6);
+	CHECK(isnan(val(m, M_LOH_SIZE, 11 * SEC, NULL)));
+	metrics_free(m);
+}
+
+/* The first complete System.Runtime sample makes every size known before any
+ * GC: 300 MB of LOH at the last GC and 400 MB in use now with 2 % of the
+ * last GC's 330 MB free: 76.6 MB allocated since, counted in loh-size. */
+static void test_seed_from_counters(void)
+{
+	struct metrics *m = metrics_new();
+	struct metric_ref r = ref_of(M_LOH_SIZE);
+	const double gens[5] = {10e6, 5e6, 14e6, 300e6, 1e6};
+	int64_t s;
+
+	metrics_start(m, 10 * SEC);
+	tick(m, 10 * SEC + 500 * MS, EV_ALLOC_LARGE, 2000000); /* before the sample: in it */
+	sample(m, 11 * SEC, 400.0, 2.0, gens);
+	double since = 400e6 - 330e6 * 0.98;
+	CHECK_MSG(fabs(val(m, M_LOH_SIZE, 11 * SEC, &s) - (300e6 + since)) < 1, "loh %.0f",
+	          val(m, M_LOH_SIZE, 11 * SEC, NULL));
+	CHECK(s == 11 * SEC + 2 * MS);
+	CHECK(val(m, M_POH_SIZE, 11 * SEC, NULL) == 1e6);
+	CHECK(val(m, M_GEN0_SIZE, 11 * SEC, NULL) == 10e6);
+	CHECK(val(m, M_GEN1_SIZE, 11 * SEC, NULL) == 5e6);
+	CHECK(val(m, M_GEN2_SIZE, 11 * SEC, NULL) == 14e6);
+	CHECK(fabs(val(m, M_HEAP_SIZE, 11 * SEC, NULL) - (330e6 + since)) < 1);
+	CHECK(val(m, M_APPDOMAIN_SURVIVED, 11 * SEC, NULL) == 330e6);
+	CHECK_STR(metrics_basis(m, &r, 11 * SEC), "counters");
+	/* Ticks after the sample raise it like ticks after a GC. */
+	tick(m, 11 * SEC + 100 * MS, EV_ALLOC_LARGE, 50000000);
+	CHECK(fabs(val(m, M_LOH_SIZE, 12 * SEC, NULL) - (350e6 + since)) < 1);
+	/* A later sample replaces the seed: the bytes since the last GC now
+	 * include those ticks, which are not counted twice. */
+	sample(m, 12 * SEC, 450.0, 2.0, gens);
+	CHECK(fabs(val(m, M_LOH_SIZE, 12 * SEC + 10 * MS, NULL) - (300e6 + 450e6 - 330e6 * 0.98)) < 1);
+	/* A sample whose heap in use is below the last GC's (a GC between the
+	 * polls) adds nothing. */
+	sample(m, 13 * SEC, 100.0, 0, gens);
+	CHECK(val(m, M_LOH_SIZE, 13 * SEC + 10 * MS, NULL) == 300e6);
+	/* A GC, even one stamped before the seed, is exact and wins; the ticks
+	 * after it are still known. */
+	heap(m, 11 * SEC + 50 * MS, 0, 310000000, 0);
+	CHECK(val(m, M_LOH_SIZE, 13 * SEC + 20 * MS, NULL) == 360e6);
+	CHECK_STR(metrics_basis(m, &r, 13 * SEC + 20 * MS), "gc");
+	/* Samples after a GC change nothing. */
+	sample(m, 14 * SEC, 900.0, 0, gens);
+	CHECK(val(m, M_LOH_SIZE, 14 * SEC + 10 * MS, NULL) == 360e6);
+	metrics_free(m);
+}
+
 int main(void)
 {
+	test_unknown_at_start();
+	test_seed_from_counters();
 	test_empty();
 	test_loh_live_estimate();
 	test_out_of_order_arrival();

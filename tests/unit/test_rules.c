@@ -283,18 +283,18 @@ static void test_needs(void)
 	CHECK(rule_needs(NULL) == 0);
 	CHECK(rule_cond_parse("gen2-size > 1GB", &r.conds[0], err, sizeof(err)) == 0);
 	r.n_conds = 1;
-	CHECK(rule_needs(&r) == NEED_GC);
+	CHECK(rule_needs(&r) == (NEED_GC | NEED_RUNTIME_COUNTERS));
 	CHECK(rule_cond_parse("cpu-usage > 90%", &r.conds[1], err, sizeof(err)) == 0);
 	r.n_conds = 2;
-	CHECK(rule_needs(&r) == (NEED_GC | NEED_COUNTERS));
+	CHECK(rule_needs(&r) == (NEED_GC | NEED_RUNTIME_COUNTERS | NEED_COUNTERS));
 	CHECK(rule_cond_parse("loh-alloc-rate > 1MB/s", &r.conds[2], err, sizeof(err)) == 0);
 	r.n_conds = 3;
-	CHECK(rule_needs(&r) == (NEED_GC | NEED_COUNTERS | NEED_ALLOC_TICKS));
+	CHECK(rule_needs(&r) == (NEED_GC | NEED_RUNTIME_COUNTERS | NEED_COUNTERS | NEED_ALLOC_TICKS));
 	/* Conditions past n_conds do not count; a corrupt count is bounded. */
 	r.n_conds = 1;
-	CHECK(rule_needs(&r) == NEED_GC);
+	CHECK(rule_needs(&r) == (NEED_GC | NEED_RUNTIME_COUNTERS));
 	r.n_conds = 1000;
-	CHECK(rule_needs(&r) == (NEED_GC | NEED_COUNTERS | NEED_ALLOC_TICKS));
+	CHECK(rule_needs(&r) == (NEED_GC | NEED_RUNTIME_COUNTERS | NEED_COUNTERS | NEED_ALLOC_TICKS));
 }
 
 int main(void)
