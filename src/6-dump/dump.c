@@ -361,7 +361,14 @@ int dump_find_createdump(const char *runtime_version, const char *configured, ch
 	for (size_t i = 0; i < n_roots; i++) {
 		char cand[PATH_MAX];
 		struct stat st;
+		int again = 0;
 
+		/* The dotnet on PATH or DOTNET_ROOT is often one of the usual
+		 * places: look, and say so, once. */
+		for (size_t j = 0; j < i; j++)
+			again |= strcmp(roots[j], roots[i]) == 0;
+		if (again)
+			continue;
 		if (snprintf(cand, sizeof(cand), "%s/shared/Microsoft.NETCore.App/%s/createdump", roots[i], version) >=
 		    (int)sizeof(cand))
 			continue;

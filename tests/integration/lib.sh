@@ -8,6 +8,11 @@ set -euo pipefail
 : "${DW_CORECHECK:?set by ctest: path of corecheck}"
 APP="$DW_APPS_DIR/MemSpike/MemSpike"
 [ -x "$APP" ] || { echo "FAIL: $APP not built (scripts/build-apps.sh)"; exit 1; }
+# The runtime version the apps carry when they are self-contained builds (the
+# .NET 8 and 9 variants, DW_RUNTIME=8 or 9: a runtime the host has not
+# installed); empty when they run on the host's runtime.
+APP_SELF_CONTAINED=$(tr -d ' \n' <"$APP.runtimeconfig.json" |
+	sed -n 's/.*"includedFrameworks":\[{"name":"Microsoft.NETCore.App","version":"\([^"]*\)".*/\1/p')
 
 T=$(mktemp -d /tmp/dw-it.XXXXXX)
 chmod 0755 "$T"
@@ -57,9 +62,17 @@ start_app() {
 	APP_PID=$!
 	PIDS+=("$APP_PID")
 	wait_for "grep -q ready '$T/app.out'" 10 || fail "MemSpike did not start"
+	check_runtime "$T/app.out"
 	# The diagnostics socket appears as the runtime starts; wait for it too.
 	wait_for "ls ${SOCKET_DIR:-/tmp}/dotnet-diagnostic-$APP_PID-*-socket >/dev/null 2>&1" 10 ||
 		fail "no diagnostics socket"
+}
+
+# check_runtime OUTFILE: with DW_RUNTIME set, the app that wrote its ready
+# line to OUTFILE must run on that major version of .NET.
+check_runtime() {
+	[ -z "${DW_RUNTIME:-}" ] || grep -q "^ready .* runtime=$DW_RUNTIME\." "$1" ||
+		fail "expected .NET $DW_RUNTIME: $(grep -m1 '^ready' "$1")"
 }
 
 # skip REASON: the test cannot run here; ctest reports it as skipped (77).
@@ -168,6 +181,7 @@ start_tagged() {
 	APP_PIDS[$tag]=$!
 	PIDS+=("$!")
 	wait_for "grep -q ready '$T/$tag.out'" 10 || fail "MemSpike $tag did not start"
+	check_runtime "$T/$tag.out"
 }
 
 # tagged_cmd TAG COMMAND...: sends a command to that app.
@@ -217,9 +231,18 @@ stop_guard() {
 # copy_runtime DIR: a private copy of the machine's .NET runtime (host and
 # Microsoft.NETCore.App) in DIR, for a target started with DOTNET_ROOT=DIR
 # whose createdump a test replaces or whose directories it opens up; sets
-# RUNTIME_DIR to the copied framework's version directory.
+# RUNTIME_DIR to the copied framework's version directory. A self-contained
+# app carries its runtime: then DIR is a copy of the app, which APP names
+# (DOTNET_ROOT does not matter to it), and RUNTIME_DIR is DIR.
 copy_runtime() {
 	local src
+	if [ -n "$APP_SELF_CONTAINED" ]; then
+		mkdir -p "$1"
+		cp -a "$(dirname "$APP")/." "$1/"
+		APP="$1/$(basename "$APP")"
+		RUNTIME_DIR=$1
+		return
+	fi
 	src=$(dirname "$(readlink -f "$(command -v dotnet)")")
 	mkdir -p "$1/shared"
 	cp -a "$src/host" "$1/"

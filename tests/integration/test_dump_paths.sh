@@ -8,6 +8,8 @@
 #   writes as nobody in DIR/.incoming/UID, dumpwatch publishes the file into the
 #   store as root-owned 0600 and leaves nothing behind in the staging directory;
 # - --dump-via exec: dumpwatch runs the host's createdump itself;
+#   a self-contained app (.NET 8, 9) whose runtime the host lacks: the dump
+#   fails with the reason, then uses a root-owned install of that version;
 # - a target on a runtime installed in a world-writable directory: --dump-via
 #   exec runs the host's createdump of the same version, never the one beside
 #   the target's libcoreclr.so; --createdump naming that one is refused as
@@ -91,8 +93,33 @@ rm -f "$T/cmd"
 rm -rf "$DUMPS" && mkdir -p "$DUMPS"
 
 # 4. --dump-via exec on a root target: the runtime's createdump run directly.
+# A self-contained app (the .NET 8 and 9 variants) runs on a runtime the host
+# has not installed: the exec path has no createdump of that version and the
+# dump fails, saying so, until a root-owned install of it is named by
+# DOTNET_ROOT.
 APP=$ROOT_APP
 start_app
+if [ -n "$APP_SELF_CONTAINED" ]; then
+	v=$APP_SELF_CONTAINED
+	rm -f "$JOURNAL"
+	start_dw --pid "$APP_PID" --when 'loh-size > 100MB' --dump-type triage --dump-via exec --dump-dir "$DUMPS" \
+		--journal "$JOURNAL"
+	wait_attached
+	app_cmd "loh 150"
+	wait_dw 30
+	[ "$DW_RC" -eq 3 ] || fail "exec path without a host runtime $v: exit $DW_RC, expected 3"
+	grep_q "no createdump of .NET $v on this host (looked in .*): install the .NET $v runtime, pass --createdump PATH" \
+		"$T/dw.out" || fail "no message about the missing runtime $v"
+	[ "$(journal_count dump-failed)" -eq 1 ] || fail "failure not journaled"
+	[ -z "$(ls -A "$DUMPS")" ] || fail "something was left in the dump directory: $(ls -A "$DUMPS")"
+	app_cmd "release"
+	# What the exec path takes from an install: createdump and the DAC it
+	# loads from its own directory (without it, a dump lacks what the DAC
+	# enumerates).
+	mkdir -p "$T/host/shared/Microsoft.NETCore.App/$v"
+	cp "$(dirname "$APP")"/{createdump,libmscordaccore.so} "$T/host/shared/Microsoft.NETCore.App/$v/"
+	export DOTNET_ROOT=$T/host
+fi
 rm -f "$JOURNAL"
 start_dw --pid "$APP_PID" --when 'loh-size > 100MB' --dump-type triage --dump-via exec --dump-dir "$DUMPS" \
 	--journal "$JOURNAL"
@@ -115,7 +142,7 @@ copy_runtime "$T/dotnet"
 chmod 0777 "$T/dotnet"
 printf '#!/bin/sh\ntouch "%s"\nexit 1\n' "$T/ran" >"$RUNTIME_DIR/createdump"
 start_app env DOTNET_ROOT="$T/dotnet"
-grep -q "$T/dotnet/shared/Microsoft.NETCore.App/.*/libcoreclr.so" "/proc/$APP_PID/maps" ||
+grep -q "$RUNTIME_DIR/libcoreclr.so" "/proc/$APP_PID/maps" ||
 	fail "the copied runtime was not loaded"
 rm -f "$JOURNAL"
 rm -rf "$DUMPS" && mkdir -p "$DUMPS"

@@ -33,7 +33,10 @@ run() {
 }
 figure() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 # metric NAME: the newest counters line's value, after the stream settled.
-metric() { tail -1 "$T/counters.jsonl" | jq -r ".metrics[\"$1\"]"; }
+metric() { mine | tail -1 | jq -r ".metrics[\"$1\"]"; }
+# mine: the counters lines of our GcLab; another GcLab on the machine (a
+# concurrent test run) is followed too.
+mine() { jq -c "select(.pid == $P)" "$T/counters.jsonl"; }
 settle() { sleep 2.2; } # ticks reach us within ~100 ms; a counters line every 1 s
 within() { # within WHAT GOT WANT PERCENT: records the error, fails beyond PERCENT
 	local e
@@ -46,12 +49,12 @@ within() { # within WHAT GOT WANT PERCENT: records the error, fails beyond PERCE
 # --- allocation by kind: the median of the 1 s rates while the program allocates
 rate_check() { # KIND METRIC MB SECONDS
 	local from to got
-	from=$(wc -l <"$T/counters.jsonl")
+	from=$(mine | wc -l)
 	out=$(run "alloc $1 $3 $4" $(($4 + 10)))
-	to=$(wc -l <"$T/counters.jsonl")
+	to=$(mine | wc -l)
 	want=$(awk -v b="$(figure "$out" bytes)" -v ms="$(figure "$out" ms)" 'BEGIN { printf "%.0f", b * 1000 / ms }')
 	# Lines wholly inside the phase: skip the first and the last.
-	got=$(sed -n "$((from + 2)),$((to - 1))p" "$T/counters.jsonl" | jq -r ".metrics[\"$2\"]" | sort -n |
+	got=$(mine | sed -n "$((from + 2)),$((to - 1))p" | jq -r ".metrics[\"$2\"]" | sort -n |
 		awk '{ a[NR] = $1 } END { if (NR) print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }')
 	[ -n "$got" ] || fail "no $2 samples during alloc $1"
 	within "$2" "$got" "$want" 10

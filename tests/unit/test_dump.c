@@ -63,6 +63,22 @@ int main(void)
 	CHECK(dump_find_createdump("1.2.3", NULL, name, sizeof(name), err, sizeof(err)) == -ENOENT);
 	CHECK(strstr(err, "no createdump of .NET 1.2.3 on this host") != NULL);
 	CHECK(strstr(err, "--createdump PATH") != NULL);
+	/* Each place is looked in, and named, once, also when DOTNET_ROOT or
+	 * the dotnet on PATH is one of the usual places. */
+	{
+		const char *saved = getenv("DOTNET_ROOT");
+		char keep[512] = "";
+		if (saved)
+			snprintf(keep, sizeof(keep), "%s", saved);
+		setenv("DOTNET_ROOT", "/opt/dotnet", 1);
+		CHECK(dump_find_createdump("1.2.3", NULL, name, sizeof(name), err, sizeof(err)) == -ENOENT);
+		const char *first = strstr(err, "/opt/dotnet");
+		CHECK(first != NULL && strstr(first + 1, "/opt/dotnet") == NULL);
+		if (saved)
+			setenv("DOTNET_ROOT", keep, 1);
+		else
+			unsetenv("DOTNET_ROOT");
+	}
 	CHECK(dump_find_createdump("../../../../tmp/x", NULL, name, sizeof(name), err, sizeof(err)) == -EINVAL);
 	CHECK(dump_find_createdump("", NULL, name, sizeof(name), err, sizeof(err)) == -ENOENT);
 	CHECK(strstr(err, "did not report its version") != NULL);

@@ -1,4 +1,4 @@
-/* The decoders on whole recorded traces: every event of a .NET 10 recording,
+/* The decoders on whole recorded traces: every event of a .NET 10, 9 or 8 recording,
  * read with the nettrace parser, decodes without error, and the totals match
  * what the recorded program did. (test_events.c covers single payloads,
  * truncations and hostile metadata.) */
@@ -256,9 +256,94 @@ static void test_record_cli(void)
 	nettrace_free(p);
 }
 
+/* The same commands recorded the same way from the .NET 8.0.31 and 9.0.20
+ * runtimes (self-contained MemSpike builds): the exact totals each trace
+ * decodes to. The event versions and payload layouts are those of .NET 10
+ * (GCAllocationTick v4, GCHeapStats v2 of 110 bytes, the same 27
+ * System.Runtime counters). LOH: one tick per 1 MB array (90: loh 40, spike
+ * 50), of 1000024 bytes or, on these runtimes more often than on 10, 1000000,
+ * plus the held list's 131096-byte Object[]; POH: five arrays, the first tick
+ * also carrying what the runtime had pinned before. */
+struct runtime_trace {
+	const char *file;
+	unsigned alloc_ticks, loh_ticks, loh_1000000;
+	uint64_t loh_bytes, soh_bytes, poh_bytes;
+	unsigned gcs, suspensions, counters;
+	uint64_t first_size[5], first_promoted0;
+};
+
+static void test_record_runtime(const struct runtime_trace *want)
+{
+	struct stats st;
+	nettrace_parser *p;
+
+	if (parse_trace(want->file, &st, &p) < 0) {
+		nettrace_free(p);
+		return;
+	}
+	CHECK(st.pointer_size == 8);
+	CHECK_MSG(st.count[EV_GC_ALLOC_TICK] == want->alloc_ticks, "%s: %u ticks", want->file,
+	          st.count[EV_GC_ALLOC_TICK]);
+	CHECK_MSG(st.loh_ticks == want->loh_ticks, "%s: LOH ticks %u", want->file, st.loh_ticks);
+	CHECK(want->loh_bytes ==
+	      (uint64_t)(90 - want->loh_1000000) * 1000024 + (uint64_t)want->loh_1000000 * 1000000 + 131096);
+	CHECK_MSG(st.loh_bytes == want->loh_bytes, "%s: LOH bytes %llu", want->file, (unsigned long long)st.loh_bytes);
+	CHECK_MSG(st.soh_bytes == want->soh_bytes, "%s: SOH bytes %llu", want->file, (unsigned long long)st.soh_bytes);
+	CHECK_MSG(st.poh_bytes == want->poh_bytes, "%s: POH bytes %llu", want->file, (unsigned long long)st.poh_bytes);
+	CHECK(st.count[EV_GC_START] == want->gcs && st.count[EV_GC_END] == want->gcs);
+	CHECK(st.count[EV_GC_HEAP_STATS] == want->gcs);
+	CHECK(st.count[EV_GC_SUSPEND_EE_BEGIN] == want->suspensions &&
+	      st.count[EV_GC_RESTART_EE_END] == want->suspensions);
+	CHECK_MSG(st.count[EV_COUNTER] == want->counters, "%s: %u counters", want->file, st.count[EV_COUNTER]);
+	CHECK(st.count[EV_APPDOMAIN_MEM_ALLOCATED] == 0);
+	for (int i = 0; i < 5; i++)
+		CHECK_MSG(st.first_heap.size[i] == want->first_size[i], "%s: first GC size[%d] %llu", want->file, i,
+		          (unsigned long long)st.first_heap.size[i]);
+	CHECK(st.first_heap.promoted[0] == want->first_promoted0);
+	CHECK(st.first_heap.has_poh == 1);
+	CHECK(st.n_counters == 27);
+	CHECK(has_counter(&st, "gc-heap-size") && has_counter(&st, "alloc-rate") && has_counter(&st, "cpu-usage"));
+	CHECK(st.gc_heap_size_in_mb);
+	CHECK(st.alloc_rate_is_sum);
+	CHECK(st.cpu_usage_is_mean);
+	nettrace_free(p);
+}
+
+static const struct runtime_trace net8 = {
+    .file = "record-loh-spike-net8.nettrace",
+    .alloc_ticks = 200,
+    .loh_ticks = 91,
+    .loh_1000000 = 11,
+    .loh_bytes = 90132992,
+    .soh_bytes = 11110024,
+    .poh_bytes = 5016464,
+    .gcs = 8,
+    .suspensions = 11,
+    .counters = 135,
+    .first_size = {584, 326816, 0, 4000224, 16368},
+    .first_promoted0 = 322984,
+};
+
+static const struct runtime_trace net9 = {
+    .file = "record-loh-spike-net9.nettrace",
+    .alloc_ticks = 200,
+    .loh_ticks = 91,
+    .loh_1000000 = 5,
+    .loh_bytes = 90133136,
+    .soh_bytes = 11065216,
+    .poh_bytes = 5008280,
+    .gcs = 8,
+    .suspensions = 11,
+    .counters = 135,
+    .first_size = {560, 323936, 0, 4000224, 8184},
+    .first_promoted0 = 320224,
+};
+
 int main(void)
 {
 	test_record_cli();
+	test_record_runtime(&net8);
+	test_record_runtime(&net9);
 	test_recorded();
 	test_all_clean("gc-stopped.nettrace");
 	test_all_clean("gc-stacks.nettrace");
