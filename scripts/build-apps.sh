@@ -18,3 +18,13 @@ for proj in "$here"/tests/apps/*/*.csproj; do
 		{ cat "$out.$name.log" >&2; echo "build-apps: building $name failed" >&2; exit 1; }
 done
 echo "build-apps: built $(ls "$here"/tests/apps/*/*.csproj | wc -l) app(s) into $out"
+
+# The dump checker (tests/tools/DumpCheck, ClrMD) the integration tests read
+# dumps with: one build beside the apps' directories, whatever runtime the apps
+# are built for (lib.sh finds it as DW_DUMPCHECK, default BUILD/tools/DumpCheck).
+tools=$(dirname "$out")/tools
+mkdir -p "$tools"
+dotnet build "$here/tests/tools/DumpCheck/DumpCheck.csproj" -c Release -o "$tools/DumpCheck" --nologo -v quiet \
+	-p:UseAppHost=true -p:BaseIntermediateOutputPath="$tools/obj/DumpCheck/" >"$tools/DumpCheck.log" 2>&1 ||
+	{ cat "$tools/DumpCheck.log" >&2; echo "build-apps: building DumpCheck failed" >&2; exit 1; }
+echo "build-apps: built DumpCheck into $tools/DumpCheck"
