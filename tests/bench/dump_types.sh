@@ -35,7 +35,12 @@ for type in "${types[@]}"; do
 	dp=$!
 	pids+=("$dp")
 	for _ in $(seq 150); do grep -q 'watching pid' "$t/dw.out" && break; sleep 0.1; done
-	echo "gc 0" >&3
+	# A GC end reports the LOH size; "watching" may come before the
+	# session's first events, so a GC is induced until one is seen.
+	while kill -0 "$dp" 2>/dev/null; do
+		grep -q 'fired' "$t/dw.out" || echo "gc 0" >&3
+		sleep 0.3
+	done
 	wait "$dp" || { cat "$t/dw.out"; exit 1; }
 	rec=$(grep '"event":"dump"' "$t/j.jsonl" | tail -1)
 	core=$(echo "$rec" | jq -r .path)
@@ -44,8 +49,9 @@ for type in "${types[@]}"; do
 	t1=$(date +%s.%N)
 	seen=$(jq -r '
 		(if .heap == null then "heap: none (" + .heap_reason + ")"
-		 else "heap: loh \(.heap.generations.loh / 1e6 | floor) MB, " +
-			(if .heap.objects == null then "no objects (" + .heap.objects_reason + ")"
+		 else "heap: \([.heap.generations[]] | add / 1e6 | floor) MB (LOH \(.heap.generations.loh / 1e6 | floor) MB), " +
+			"\([.heap.generations_in_dump[]] | add / 1e3 | floor) KB of it in the dump, " +
+			(if .heap.objects == null then "no objects"
 			 else "\(.heap.objects.count) objects, byte[] >= 85000: " +
 				([.heap.objects.large[] | select(.type == "System.Byte[]")] |
 				 if length == 0 then "none" else "\(.[0].count) = \(.[0].bytes / 1e6 | floor) MB" end)

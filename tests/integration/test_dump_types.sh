@@ -14,7 +14,9 @@ for type in normal withheap triage full; do
 	rm -f "$JOURNAL"
 	start_dw --pid "$APP_PID" --when 'loh-size > 200MB' --dump-type "$type" --dump-dir "$DUMPS" --journal "$JOURNAL"
 	wait_attached
-	app_cmd "gc 0" # a GC end reports the LOH size
+	# A GC end reports the LOH size; "watching" may come before the
+	# session's first events, so a GC is induced until the rule fires.
+	wait_for "grep -q fired '$T/dw.out' || { app_cmd 'gc 0'; false; }" 30 || fail "$type: the rule did not fire"
 	wait_dw 60
 	[ "$DW_RC" -eq 0 ] || fail "$type: exit status $DW_RC"
 	[ "$(count_dumps)" -eq 1 ] || fail "$type: expected one dump, found $(count_dumps)"
