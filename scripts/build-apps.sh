@@ -76,3 +76,18 @@ for rt in ${DW_APP_RUNTIMES:-10 8 9}; do
 	done
 done
 echo "build-apps: $built build(s) made, the others were up to date"
+
+# The dump checker (tests/tools/DumpCheck, ClrMD) the integration tests read
+# dumps with: one build beside the apps' directories, whatever runtime the apps
+# are built for (lib.sh finds it as DW_DUMPCHECK, default BUILD/tools/DumpCheck).
+tools=$(dirname "$out")/tools
+mkdir -p "$tools"
+if fresh "$tools/DumpCheck/DumpCheck" "$here/tests/tools/DumpCheck"; then
+	echo "build-apps: DumpCheck is up to date in $tools/DumpCheck"
+else
+	dotnet build "$here/tests/tools/DumpCheck/DumpCheck.csproj" -c Release -o "$tools/DumpCheck" --nologo -v quiet \
+		-p:UseAppHost=true -p:BaseIntermediateOutputPath="$tools/obj/DumpCheck/" >"$tools/DumpCheck.log" 2>&1 ||
+		{ cat "$tools/DumpCheck.log" >&2; echo "build-apps: building DumpCheck failed" >&2; exit 1; }
+	touch "$tools/DumpCheck/DumpCheck"
+	echo "build-apps: built DumpCheck into $tools/DumpCheck"
+fi

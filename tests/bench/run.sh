@@ -2,7 +2,8 @@
 # Prints every benchmark figure dumpwatch publishes: parser throughput on a
 # recorded trace, detection latency over 10 runs, dumpwatch's own RSS and CPU
 # while watching, the guard's attach latency and cost, the guard under a
-# storm of planted socket names, beside slow peers and with 200 processes.
+# storm of planted socket names, beside slow peers and with 200 processes;
+# each dump type's size and time to write.
 # Figures only, never pass/fail. Builds first.
 #   usage: tests/bench/run.sh [BUILD_DIR]
 set -euo pipefail
@@ -34,3 +35,6 @@ echo "== slow peers beside one real spike"
 echo
 echo "== 200 real processes under one guard"
 "$here/tests/bench/many.sh" "$build" 200
+echo
+echo "== dump types: size, time to write, what ClrMD sees (docs/dumps.md)"
+"$here/tests/bench/dump_types.sh" "$build" 400

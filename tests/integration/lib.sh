@@ -159,6 +159,77 @@ wait_for() {
 }
 
 count_dumps() { find "$DUMPS" -maxdepth 1 -name '*.core' | wc -l; }
+
+# check_dump [--type T] [--name NAME] CORE PID[,PID...] [MIN_LOH_BYTES]: reads
+# CORE with DumpCheck (tests/tools/DumpCheck, ClrMD; DW_DUMPCHECK, default the
+# one beside dumpwatch's build, whatever runtime DW_APPS_DIR's apps use) and
+# fails unless it is a dump of one of those pids, of a process named NAME
+# (default MemSpike's, as the kernel keeps it: 15 bytes), read through a DAC
+# of the dump's own runtime build, with a managed thread showing managed
+# frames. By dump type T (default withheap): withheap and full hold the heap's
+# objects, all of them, and with MIN_LOH_BYTES (the dump was taken on loh-size > that) the
+# LOH is at least that and byte[] arrays of 85000 bytes or more make up at
+# least that; normal holds the GC's segments (their LOH size checked the same)
+# but not their memory; triage holds no heap. Sets CHECK_JSON, the file
+# holding DumpCheck's JSON, for a test's own checks (dump_json FILTER).
+
+# dump_json [JQ ARGS] FILTER: jq -r on the last DumpCheck output.
+dump_json() { jq -r "$@" "$CHECK_JSON"; }
+DW_DUMPCHECK=${DW_DUMPCHECK:-$(dirname "$DUMPWATCH")/tools/DumpCheck/DumpCheck}
+CHECKS=0
+check_dump() {
+	local type=withheap name core pids min got
+	name=$(basename "$APP")
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--type) type=$2; shift 2 ;;
+		--name) name=$2; shift 2 ;;
+		*) break ;;
+		esac
+	done
+	core=$1 pids=$2 min=${3:-0}
+	name=${name:0:15}
+	[ -x "$DW_DUMPCHECK" ] || fail "$DW_DUMPCHECK not built (scripts/build-apps.sh)"
+	[ -f "$core" ] || fail "check_dump: no dump file '$core'"
+	CHECKS=$((CHECKS + 1))
+	CHECK_JSON="$T/check-$CHECKS.json"
+	"$DW_DUMPCHECK" "$core" >"$CHECK_JSON" 2>"$T/check.err" ||
+		fail "DumpCheck cannot read $core: $(cat "$T/check.err")"
+	got=$(dump_json .pid)
+	[[ ",$pids," == *",$got,"* ]] || fail "$core is a dump of pid $got, not of $pids"
+	[ "$(dump_json .process_name)" = "$name" ] || fail "$core is a dump of '$(dump_json .process_name)', not of '$name'"
+	[ "$(dump_json .runtime.dac_verified)" = true ] || fail "$core: no DAC of its runtime's build ($(dump_json .runtime))"
+	[ "$(dump_json '[.threads[] | select(.frames | length > 0)] | length')" -ge 1 ] ||
+		fail "$core: no thread with managed frames: $(dump_json -c .threads)"
+	case "$type" in
+	withheap | full)
+		[ "$(dump_json '.heap.objects.complete')" = true ] ||
+			fail "$core: a $type dump without all of the heap's memory: $(dump_json -c '.heap_reason // .heap')"
+		;;
+	normal)
+		# A page or two of the heap may come along with what a normal
+		# dump holds; the LOH's memory never does.
+		[ "$(dump_json '.heap != null and .heap.generations_in_dump.loh == 0 and .heap.objects.complete != true')" = true ] ||
+			fail "$core: a normal dump should list the GC's segments without their memory: $(dump_json -c .heap)"
+		;;
+	triage)
+		[ "$(dump_json .heap)" = null ] || fail "$core: a triage dump with a heap: $(dump_json -c .heap)"
+		;;
+	*) fail "check_dump: unknown dump type '$type'" ;;
+	esac
+	if [ "$min" -gt 0 ] && [ "$type" != triage ]; then
+		[ "$(dump_json .heap.generations.loh)" -ge "$min" ] ||
+			fail "$core: LOH $(dump_json .heap.generations.loh) bytes in the dump, the rule fired above $min"
+	fi
+	if [ "$min" -gt 0 ] && { [ "$type" = withheap ] || [ "$type" = full ]; }; then
+		got=$(dump_json '[.heap.objects.large[] | select(.type == "System.Byte[]") | .bytes] | add // 0')
+		[ "$got" -ge "$min" ] ||
+			fail "$core: byte[] arrays of 85000 bytes or more hold $got bytes, the rule fired above $min"
+	fi
+	echo "check_dump: $(basename "$core"): pid $(dump_json .pid) $(dump_json .process_name), $type, runtime $(dump_json .runtime.clr_version)," \
+		"LOH $(dump_json '.heap.generations.loh // "-"') bytes, large byte[] $(dump_json '[.heap.objects.large[]? | select(.type == "System.Byte[]") | .bytes] | add // "-"')," \
+		"$(dump_json '.threads | length') threads, top frame $(dump_json '[.threads[] | select(.frames | length > 0)][0].frames[0]')"
+}
 count_partials() { find "$DUMPS" -maxdepth 1 -name '.*.partial' | wc -l; }
 journal_count() { grep -c "\"event\":\"$1\"" "$JOURNAL" 2>/dev/null || true; }
 

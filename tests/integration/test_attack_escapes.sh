@@ -61,6 +61,7 @@ PIDS+=("$REAL")
 wait_for "grep -q ready '$T/real.out'" 15 || fail "MemSpike did not start as $ATTACKER"
 wait_for 'compgen -G "$SOCKDIR/dotnet-diagnostic-$REAL-*-socket" >/dev/null' 10 || fail "no socket in the hostile TMPDIR"
 grep -q $'\e' "/proc/$REAL/comm" || fail "comm holds no escape: $(cat -v "/proc/$REAL/comm")"
+COMM=$(cat "/proc/$REAL/comm")
 
 # The fake runtimes, as the attacker.
 mkdir "$T/fake"
@@ -125,6 +126,7 @@ set -e
 # The real process is dumped.
 echo "loh 300" >&"$REAL_FD"
 wait_for "journal_has dump '\"pid\":$REAL,'" 60 || fail "the attacker's real process was not dumped"
+check_dump --type triage --name "$COMM" "$(find "$DUMPS" -maxdepth 1 -name "*-$REAL-*.core")" "$REAL"
 stop_guard
 [ "$DW_RC" -eq 0 ] || fail "guard exit status $DW_RC"
 
@@ -140,6 +142,7 @@ echo "gc" >&"$REAL_FD" # the LOH size is known at the next GC
 wait_dw 60
 [ "$DW_RC" -eq 0 ] || fail "exec path: exit $DW_RC: $(cat "$T/watchexec.err")"
 [ -n "$(find "$T/execdumps" -name '*.core')" ] || fail "exec path: no dump"
+check_dump --type triage --name "$COMM" "$(find "$T/execdumps" -name '*.core')" "$REAL"
 for f in ps psjson counters_json counters_table counters_name gc_json gc_table record; do
 	[ "$(cat "$T/$f.rc")" -eq 0 ] || fail "$f: exit $(cat "$T/$f.rc"): $(cat "$T/$f.err")"
 done

@@ -71,6 +71,7 @@ core=$(find "$DUMPS" -maxdepth 1 -name "*-$PID-*.core")
 [ -n "$core" ] || fail "no dump file"
 [ "$(stat -c '%U %a %h' "$core")" = "root 600 1" ] || fail "dump is $(stat -c '%U %a %h' "$core")"
 "$DW_CORECHECK" "$core" "$PID" >/dev/null || fail "not a core of $PID"
+check_dump --type triage "$core" "$PID"
 [ "$(staging_left)" -eq 0 ] || fail "staging left in /tmp: $(find /tmp -maxdepth 1 -name '.dumpwatch-*' -uid "$ATTACKER_UID")"
 stop_guard
 [ "$DW_RC" -eq 0 ] || fail "guard exit $DW_RC"
@@ -88,6 +89,7 @@ wait_dw 60
 [ "$(marks_by 0)" -eq 0 ] || fail "root ran the attacker's createdump on the exec path"
 core=$(find "$DUMPS" -maxdepth 1 -name "*-$PID-*.core")
 [ -n "$core" ] && "$DW_CORECHECK" "$core" "$PID" >/dev/null || fail "exec path: no good dump"
+check_dump --type triage "$core" "$PID"
 tail -n 3 "$JOURNAL" | grep '"event":"dump"' | grep_q '"via":"exec"' || fail "not via exec"
 tagged_cmd "$TAG" "release"
 

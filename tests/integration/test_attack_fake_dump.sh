@@ -120,6 +120,7 @@ for f in "$DUMPS"/*.core; do
 	n=$((n + 1))
 	pid=$(basename "$f" | sed -E 's/^MemSpike-([0-9]+)-.*/\1/')
 	"$DW_CORECHECK" "$f" "$pid" >/dev/null || fail "published file is not a core of $pid: $f"
+	check_dump --type triage "$f" "$pid"
 	[ "$(stat -c '%U %a %h' "$f")" = "root 600 1" ] || fail "$f is $(stat -c '%U %a %h' "$f")"
 	[ "$(stat -c %s "$f")" -lt $((1 << 30)) ] || fail "$f is $(stat -c %s "$f") bytes"
 done

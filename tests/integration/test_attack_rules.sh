@@ -203,6 +203,7 @@ spike "$D"
 wait_journal dump 1 30 "\"pid\":$PD" || fail "d-allowed did not dump"
 [ -n "$(find "$T/allowed/sub" -maxdepth 1 -name "*-$PD-d-allowed-*.core")" ] ||
 	fail "the dump is not in $T/allowed/sub: $(ls -A "$T/allowed/sub")"
+check_dump --type triage "$(find "$T/allowed/sub" -maxdepth 1 -name "*-$PD-d-allowed-*.core")" "$PD"
 [ -z "$(ls -A "$T/elsewhere")" ] && [ ! -e "$T/allowed2" ] || fail "a dump went outside the allowed directories"
 crond_empty
 # An allowed directory others may write in: the attacker puts a link there,

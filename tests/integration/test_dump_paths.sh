@@ -63,6 +63,7 @@ wait_dw 30
 core=$(find "$DUMPS" -maxdepth 1 -name '*.core')
 [ -n "$core" ] && [ "$(stat -c '%U %a' "$core")" = "root 600" ] || fail "sudo user's store: dump is $(stat -c '%U %a' "$core" 2>&1)"
 "$DW_CORECHECK" "$core" "$APP_PID" >/dev/null || fail "bad core in the sudo user's store"
+check_dump --type triage "$core" "$APP_PID"
 [ "$(count_partials)" -eq 0 ] && [ ! -e "$DUMPS/.incoming" ] || fail "left behind: $(ls -A "$DUMPS")"
 rm -f "$core"
 
@@ -80,6 +81,7 @@ wait_dw 30
 core=$(find "$DUMPS" -maxdepth 1 -name '*.core')
 [ -n "$core" ] || fail "no dump"
 "$DW_CORECHECK" "$core" "$APP_PID" >/dev/null || fail "bad core"
+check_dump --type triage "$core" "$APP_PID"
 [ "$(stat -c '%U %a %h' "$core")" = "root 600 1" ] || fail "dump is $(stat -c '%U %a %h' "$core"), expected root 600 1"
 grep '"event":"dump"' "$JOURNAL" | grep_q '"via":"runtime"' || fail "not via the runtime"
 stage="$DUMPS/.incoming/$(id -u nobody)"
@@ -129,6 +131,7 @@ wait_dw 30
 [ "$DW_RC" -eq 0 ] || fail "exec path: exit $DW_RC"
 core=$(find "$DUMPS" -name '*.core')
 "$DW_CORECHECK" "$core" "$APP_PID" >/dev/null || fail "bad core from exec path"
+check_dump --type triage "$core" "$APP_PID"
 grep '"event":"dump"' "$JOURNAL" | grep_q '"via":"exec"' || fail "not via exec"
 app_cmd "exit"
 wait "$APP_PID" 2>/dev/null || true
@@ -155,6 +158,7 @@ wait_dw 30
 [ ! -e "$T/ran" ] || fail "the createdump of the world-writable runtime ran"
 core=$(find "$DUMPS" -name '*.core')
 "$DW_CORECHECK" "$core" "$APP_PID" >/dev/null || fail "bad core from the host's createdump"
+check_dump --type triage "$core" "$APP_PID"
 
 # ... and naming it with --createdump is refused before anything runs.
 set +e

@@ -69,6 +69,7 @@ done
 first=$(grep '"event":"dump"' "$JOURNAL" | sed -n 1p | jq -r .path)
 grep '"event":"dump-deleted"' "$JOURNAL" | jq -r .deleted | grep_q -xF "$first" || fail "not the oldest deleted"
 [ "$(count_dumps)" -eq 2 ] || fail "expected 2 stored dumps, found $(count_dumps)"
+for core in "$DUMPS"/*.core; do check_dump --type triage "$core" "${APP_PIDS[small$$]}"; done
 stop_guard
 
 # 4. Same limit, skip: nothing deleted, the dump skipped.

@@ -63,6 +63,7 @@ tagged_cmd "$A" "sleep 800"
 wait_tagged_done "$A" "sleep 800" 10
 [ "$(journal_count_with dump "\"pid\":$P")" -eq 3 ] || fail "dumped after the rule was deleted"
 [ "$(dumps_of "$P")" -eq 3 ] || fail "expected 3 dump files, found $(dumps_of "$P")"
+for core in "$DUMPS"/*-"$P"-*.core; do check_dump --type triage "$core" "$P"; done
 
 stop_guard
 [ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC after SIGTERM"

@@ -28,6 +28,7 @@ for i in 1 2 3 4; do
 	[ "$i" -gt 2 ] || wait_journal dump "$i" 30 "\"pid\":$P" || fail "dump $i not taken"
 done
 [ "$(dumps_of "$P")" -eq 2 ] || fail "expected exactly two dumps, found $(dumps_of "$P")"
+for core in "$DUMPS"/*-"$P"-*.core; do check_dump --type triage "$core" "$P"; done
 wait_journal limit 1 5 "\"pid\":$P" || fail "limit not journaled"
 [ "$(fires_of "$P" two-only)" = "2 2 2" ] || fail "status: expected 2 fires of 2 in the window, got '$(fires_of "$P" two-only)'"
 "$DUMPWATCH" status --state-dir "$T" >"$T/status.txt" || fail "status failed"

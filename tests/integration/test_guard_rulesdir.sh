@@ -68,4 +68,5 @@ stop_guard
 [ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC after SIGTERM"
 [ "$(dumps_of "$P")" -eq "$(journal_count dump)" ] ||
 	fail "$(dumps_of "$P") dump files but $(journal_count dump) dump records"
+for core in "$DUMPS"/*-"$P"-*.core; do check_dump --type triage "$core" "$P"; done
 echo "PASS: in-place create/modify, rename-in, directory removed and recreated, SIGHUP reload"

@@ -31,6 +31,7 @@ sleep 1 # beta's spike has been held a second: nothing may come of it
 [ "$(dumps_of "${APP_PIDS[$B]}")" -eq 0 ] || fail "beta was dumped"
 core=$(find "$DUMPS" -name "*-${APP_PIDS[$A]}-alpha-loh-*.core")
 "$DW_CORECHECK" "$core" "${APP_PIDS[$A]}" >/dev/null || fail "bad core $core"
+check_dump --type triage "$core" "${APP_PIDS[$A]}"
 
 # A process started after the daemon is found through its diagnostics socket.
 start_tagged "$C"
@@ -39,6 +40,7 @@ grep "\"event\":\"attach\"" "$JOURNAL" | grep -F "\"pid\":${APP_PIDS[$C]}" | gre
 	fail "gamma attached for the wrong rules"
 tagged_cmd "$C" "loh 300"
 wait_journal dump 1 30 "\"pid\":${APP_PIDS[$C]}" || fail "gamma not dumped"
+check_dump --type triage "$(find "$DUMPS" -name "*-${APP_PIDS[$C]}-gamma-loh-*.core")" "${APP_PIDS[$C]}"
 
 # Exits are noticed.
 tagged_cmd "$B" "exit"

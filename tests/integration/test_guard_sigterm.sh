@@ -44,5 +44,8 @@ wait_dw 60
 [ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC"
 [ "$(count_partials)" -eq 0 ] || fail "partial dump left"
 [ "$(journal_count dump)" -ge 1 ] || fail "the dump given time to finish was not kept"
-for core in "$DUMPS"/*.core; do "$DW_CORECHECK" "$core" "$P" >/dev/null || fail "bad core $core"; done
+for core in "$DUMPS"/*.core; do
+	"$DW_CORECHECK" "$core" "$P" >/dev/null || fail "bad core $core"
+	check_dump "$core" "$P" 200000000
+done
 echo "PASS: SIGTERM during a dump leaves no partial file; exit 0"

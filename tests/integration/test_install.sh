@@ -55,6 +55,7 @@ wait_journal dump 1 30 "\"pid\":$P" || fail "no dump from the service command li
 f=$(find "$R/var/lib/dumpwatch/dumps" -maxdepth 1 -name "MemSpike-$P-svc-loh-*.core")
 [ -n "$f" ] || fail "dump file not in the service's dump directory"
 [ "$(stat -c '%U %a' "$f")" = "root 600" ] || fail "dump is $(stat -c '%U %a' "$f"), expected root 600"
+check_dump --type triage "$f" "$P"
 stop_guard
 [ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC after SIGTERM"
 [ -f "$R/var/lib/dumpwatch/state.json" ] || fail "no state.json beside the journal"

@@ -14,5 +14,8 @@ wait_dw 90
 [ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC"
 [ "$(count_dumps)" -eq 2 ] || fail "expected exactly two dumps, found $(count_dumps)"
 [ "$(journal_count dump)" -eq 2 ] || fail "expected two dump records"
-for core in "$DUMPS"/*.core; do "$DW_CORECHECK" "$core" "$APP_PID" >/dev/null || fail "bad core $core"; done
+for core in "$DUMPS"/*.core; do
+	"$DW_CORECHECK" "$core" "$APP_PID" >/dev/null || fail "bad core $core"
+	check_dump --type triage "$core" "$APP_PID"
+done
 echo "PASS: max-dumps 2 with cooldown -> exactly two dumps"

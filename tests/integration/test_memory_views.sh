@@ -128,6 +128,7 @@ wait_dw 30
 [ "$DW_RC" -eq 0 ] || fail "dumpwatch exit status $DW_RC"
 grep '"event":"fire"' "$JOURNAL" | jq -e '.metrics["gc-pause"] > 1000' >/dev/null || fail "fire without the long pause"
 [ "$(count_dumps)" -eq 1 ] || fail "expected one dump, found $(count_dumps)"
+check_dump --type triage "$(find "$DUMPS" -maxdepth 1 -name '*.core')" "$P"
 
 kill -TERM "$CP" "$GP"
 for p in "$CP" "$GP"; do

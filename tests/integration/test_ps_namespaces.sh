@@ -59,6 +59,7 @@ wait_dw 30
 core=$(find "$DUMPS" -name '*.core')
 [ -n "$core" ] || fail "no dump of the namespaced process"
 "$DW_CORECHECK" "$core" 1 >/dev/null || "$DW_CORECHECK" "$core" "$CONTAINED" >/dev/null || fail "bad core"
+check_dump --type triage "$core" "1,$CONTAINED" # its runtime's path may not exist here: the DAC is found by build id
 grep '"event":"dump"' "$JOURNAL" | grep_q '"via":"runtime"' || fail "expected the runtime path"
 [ "$(stat -c '%U %a %h' "$core")" = "root 600 1" ] || fail "dump is $(stat -c '%U %a %h' "$core")"
 [ -z "$(ls -A "/proc/$CONTAINED/root$T/nstmp" | grep '^\.dumpwatch-')" ] ||

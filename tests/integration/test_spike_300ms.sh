@@ -12,6 +12,7 @@ wait_dw 60
 [ "$DW_RC" -eq 0 ] || fail "exit status $DW_RC"
 [ "$(journal_count fire)" -eq 1 ] || fail "the spike was not caught"
 [ "$(count_dumps)" -eq 1 ] || fail "expected one dump"
+check_dump --type triage "$(find "$DUMPS" -maxdepth 1 -name '*.core')" "$APP_PID"
 loh=$(grep '"event":"fire"' "$JOURNAL" | sed -n 's/.*"loh-size":\([0-9.e+]*\).*/\1/p')
 awk -v v="$loh" 'BEGIN { exit !(v > 200000000) }' || fail "fire record shows loh-size $loh"
 echo "PASS: 300 ms spike caught at loh-size=$loh"
