@@ -64,6 +64,7 @@ python3 -c "import sys; sys.exit(0 if float('$d') <= 2.0 else 1)" || fail "fired
 [ "$(grep -c '"event":"dump"' "$J1")" -eq 1 ] || fail "expected one dump record"
 core=$(grep '"event":"dump"' "$J1" | sed 's/.*"path":"\([^"]*\)".*/\1/')
 "$DW_CORECHECK" "$core" "$BIG" || fail "$core is not a core of pid $BIG"
+check_dump "$core" "$BIG" $((300 * 1048576)) # what fired it: over 300 MiB of LOH, in byte[]
 echo "rule: loh-size known as $v ($basis), fired ${d} s after the attach"
 rm -f "$core"
 
@@ -77,6 +78,8 @@ d=$(seconds_between "$J2" attach fire)
 [ "$d" != none ] || fail "PID 300 did not fire"
 python3 -c "import sys; sys.exit(0 if float('$d') <= 2.0 else 1)" || fail "PID 300 fired $d s after the attach"
 [ "$(grep -c '"event":"dump"' "$J2")" -eq 1 ] || fail "expected one dump record for PID 300"
+core=$(grep '"event":"dump"' "$J2" | sed 's/.*"path":"\([^"]*\)".*/\1/')
+check_dump "$core" "$BIG" 300000000
 echo "PID 300: heap-size known as $v ($basis), fired ${d} s after the attach"
 find "$DUMPS" -name '*.core' -delete
 

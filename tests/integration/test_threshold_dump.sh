@@ -19,7 +19,7 @@ wait_dw 90
 [ "$(count_partials)" -eq 0 ] || fail "a partial file was left behind"
 core=$(find "$DUMPS" -name '*.core')
 "$DW_CORECHECK" "$core" "$APP_PID" || fail "not a core of pid $APP_PID"
-check_dump "$core" "$APP_PID" 200000000 # the 200 MB of byte[] that fired it are in it
+check_dump "$core" "$APP_PID" 750000000 # the byte[] above the 750 MB that fired it are in it
 case "$(basename "$core")" in
 MemSpike-"$APP_PID"-loh-size-gt-750MB-*.core) ;;
 *) fail "unexpected dump name $(basename "$core")" ;;
