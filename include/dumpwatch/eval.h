@@ -19,7 +19,9 @@
 #define EVAL_MAX_WINDOW_FIRES 64
 
 /* Reads a metric. Returns 1 and fills value and sample_ns (the time the value
- * was measured, same clock as now) when known, 0 when no sample exists yet. */
+ * was measured, same clock as now) when known; 2 when only a floor is known
+ * (the metric is at least value): it makes "above" conditions (>, >=) hold,
+ * never "below" ones; 0 when nothing is known yet. */
 typedef int (*eval_read_fn)(void *ctx, const struct metric_ref *m, double *value, int64_t *sample_ns);
 
 struct eval_state {

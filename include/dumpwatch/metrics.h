@@ -45,6 +45,16 @@ struct metrics_at {
 };
 int metrics_read_at(void *ctx, const struct metric_ref *ref, double *value, int64_t *sample_ns);
 
+/* While loh-size, poh-size or heap-size is not known and no GC has been seen
+ * since the start, the allocation ticks since then are a floor: nothing has
+ * freed them. Returns 1 with that floor (high by at most the part of the
+ * first tick of each kind and heap allocated before a GC that preceded the
+ * start, under 100 KB), else 0. */
+int metrics_read_floor(const struct metrics *m, const struct metric_ref *ref, double *value, int64_t *sample_ns);
+
+/* eval.h's reader: 1 with the value when known, 2 with a floor (above), 0. */
+int metrics_read_eval(void *ctx, const struct metric_ref *ref, double *value, int64_t *sample_ns);
+
 /* How a metric's value is known now, or NULL while it is not: "gc" (sizes
  * from a GC seen), "counters" (sizes from System.Runtime's sample before any
  * GC: loh-size an upper bound, poh-size a lower one), "events" (counted from

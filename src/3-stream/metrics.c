@@ -362,10 +362,43 @@ static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_
 		}
 }
 
+static int have_sizes(const struct metrics *m);
+
 int metrics_read_at(void *ctx, const struct metric_ref *ref, double *value, int64_t *sample_ns)
 {
 	const struct metrics_at *at = ctx;
 	return metrics_read(at->m, ref, at->now_ns, value, sample_ns);
+}
+
+int metrics_read_floor(const struct metrics *m, const struct metric_ref *ref, double *value, int64_t *sample_ns)
+{
+	/* Before any GC or sample, since_gc holds every tick since the start:
+	 * no GC has freed them, so the heap holds at least that much. */
+	if (have_sizes(m) || !m->have_alloc)
+		return 0;
+	switch (ref->id) {
+	case M_LOH_SIZE:
+		*value = (double)m->since_gc[EV_ALLOC_LARGE];
+		break;
+	case M_POH_SIZE:
+		*value = (double)m->since_gc[EV_ALLOC_PINNED];
+		break;
+	case M_HEAP_SIZE:
+		*value = (double)(m->since_gc[0] + m->since_gc[1] + m->since_gc[2]);
+		break;
+	default:
+		return 0;
+	}
+	*sample_ns = m->since_gc_ns;
+	return 1;
+}
+
+int metrics_read_eval(void *ctx, const struct metric_ref *ref, double *value, int64_t *sample_ns)
+{
+	const struct metrics_at *at = ctx;
+	if (metrics_read(at->m, ref, at->now_ns, value, sample_ns))
+		return 1;
+	return metrics_read_floor(at->m, ref, value, sample_ns) ? 2 : 0;
 }
 
 int metrics_event_matters(const struct ev_record *r)

@@ -51,7 +51,9 @@ static void update_cond(const struct rule_cond *c, struct eval_state *st, uint32
 {
 	double value = 0.0;
 	int64_t sample_ns = 0;
-	int ok = read(ctx, &c->metric, &value, &sample_ns) == 1;
+	int r = read(ctx, &c->metric, &value, &sample_ns);
+	/* A floor proves an "above" condition, never a "below" one. */
+	int ok = r == 1 || (r == 2 && (c->op == COND_GT || c->op == COND_GE));
 
 	if (ok && sample_ns > now_ns)
 		sample_ns = now_ns;

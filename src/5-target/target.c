@@ -909,7 +909,7 @@ static int evaluate(struct target *t, int64_t now)
 	for (size_t i = 0; i < t->n_rules; i++) {
 		struct target_rule *tr = &t->rules[i];
 		int64_t next = 0;
-		enum eval_result res = eval_step(&tr->fr.rule, &tr->st, metrics_read_at, &rc, now, &next);
+		enum eval_result res = eval_step(&tr->fr.rule, &tr->st, metrics_read_eval, &rc, now, &next);
 		tr->last = res;
 		tr->next_ns = (res == EVAL_PENDING || res == EVAL_COOLDOWN) ? next : 0;
 		if (res == EVAL_LIMIT && !tr->at_limit) {

@@ -22,7 +22,7 @@ struct json_object *report_num(double v, int decimals)
 void report_fire(struct json_object *rec, const struct rule *r, const struct metrics *m, int64_t now, int64_t read_ns,
                  char *desc, size_t desclen)
 {
-	struct json_object *conds = json_object_new_array(), *vals = json_object_new_object();
+	struct json_object *conds = json_object_new_array(), *vals = json_object_new_object(), *floors = NULL;
 	int64_t newest_sample = 0;
 	size_t off = 0;
 
@@ -32,15 +32,23 @@ void report_fire(struct json_object *rec, const struct rule *r, const struct met
 		double v;
 		int64_t sample = 0;
 		char vb[32];
+		int floor = 0;
 		json_object_array_add(conds, json_object_new_string(r->conds[c].text));
-		if (!metrics_read(m, &r->conds[c].metric, now, &v, &sample))
-			continue;
+		if (!metrics_read(m, &r->conds[c].metric, now, &v, &sample)) {
+			floor = 1;
+			if (!metrics_read_floor(m, &r->conds[c].metric, &v, &sample))
+				continue;
+			/* Not known yet, but at least this (metrics.h). */
+			if (!floors)
+				floors = json_object_new_array();
+			json_object_array_add(floors, json_object_new_string(r->conds[c].metric.name));
+		}
 		json_object_object_add(vals, r->conds[c].metric.name, report_num(v, -1));
 		if (sample > newest_sample)
 			newest_sample = sample;
 		if (off < desclen) {
-			int n = snprintf(desc + off, desclen - off, "%s%s=%s", off ? " " : "", r->conds[c].metric.name,
-			                 units_format(v, r->conds[c].metric.unit, vb, sizeof(vb)));
+			int n = snprintf(desc + off, desclen - off, "%s%s%s%s", off ? " " : "", r->conds[c].metric.name,
+			                 floor ? ">=" : "=", units_format(v, r->conds[c].metric.unit, vb, sizeof(vb)));
 			if (n > 0)
 				off += (size_t)n;
 		}
@@ -48,6 +56,8 @@ void report_fire(struct json_object *rec, const struct rule *r, const struct met
 	json_object_object_add(rec, "rule", json_object_new_string(r->name));
 	json_object_object_add(rec, "conditions", conds);
 	json_object_object_add(rec, "metrics", vals);
+	if (floors)
+		json_object_object_add(rec, "at_least", floors);
 	/* How long after the event that made the rule true it fired: the
 	 * transport's flush delay plus dumpwatch's own. */
 	if (newest_sample > 0 && newest_sample <= now)

@@ -35,7 +35,7 @@ static int fake_read(void *ctx, const struct metric_ref *m, double *value, int64
 				return 0;
 			*value = f->m[i].value;
 			*sample_ns = f->m[i].sample_ns;
-			return 1;
+			return f->m[i].has; /* 2: a floor */
 		}
 	}
 	return 0;
@@ -413,9 +413,41 @@ static void test_degenerate(void)
 	CHECK(f.reads == 2);
 }
 
+/* A floor (the reader's 2: the metric is at least the value) proves an
+ * "above" condition and never a "below" one. */
+static void test_floor(void)
+{
+	struct rule r;
+	struct eval_state st;
+	struct fake f;
+
+	memset(&f, 0, sizeof(f));
+	make_rule(&r, "loh-size > 100MB", NULL);
+	eval_init(&st);
+	set(&f, "loh-size", 50e6, 1 * S);
+	f.m[0].has = 2;
+	STEP(1 * S, EVAL_IDLE, INT64_MAX);
+	set(&f, "loh-size", 150e6, 2 * S);
+	f.m[0].has = 2;
+	FIRE(2 * S);
+	make_rule(&r, "loh-size >= 150MB", NULL);
+	eval_init(&st);
+	FIRE(2 * S);
+	make_rule(&r, "loh-size < 200MB", NULL);
+	eval_init(&st);
+	STEP(3 * S, EVAL_IDLE, INT64_MAX);
+	make_rule(&r, "loh-size <= 200MB", NULL);
+	eval_init(&st);
+	STEP(3 * S, EVAL_IDLE, INT64_MAX);
+	/* Once known, the same value makes it hold. */
+	set(&f, "loh-size", 150e6, 3 * S);
+	FIRE(3 * S);
+}
+
 int main(void)
 {
 	test_init();
+	test_floor();
 	test_sustain();
 	test_late_check_and_future_samples();
 	test_cooldown();

@@ -349,6 +349,19 @@ static void test_unknown_at_start(void)
 	CHECK(val(m, M_TIME_IN_GC, 11 * SEC, NULL) == 0);
 	r = ref_of(M_ALLOC_RATE);
 	CHECK_STR(metrics_basis(m, &r, 11 * SEC), "events");
+	/* Meanwhile the ticks since the start are a floor: loh, poh and heap. */
+	double fl;
+	int64_t fs;
+	r = ref_of(M_LOH_SIZE);
+	CHECK(metrics_read_floor(m, &r, &fl, &fs) == 1 && fl == 5000000 && fs == 10 * SEC + 100 * MS);
+	tick(m, 10 * SEC + 200 * MS, EV_ALLOC_SMALL, 100000);
+	r = ref_of(M_HEAP_SIZE);
+	CHECK(metrics_read_floor(m, &r, &fl, &fs) == 1 && fl == 5100000);
+	r = ref_of(M_GEN0_SIZE);
+	CHECK(metrics_read_floor(m, &r, &fl, &fs) == 0);
+	struct metrics_at at = {m, 11 * SEC};
+	r = ref_of(M_LOH_SIZE);
+	CHECK(metrics_read_eval(&at, &r, &fl, &fs) == 2 && fl == 5000000);
 	/* A partial sample is not a seed. */
 	counter(m, 11 * SEC, "gc-heap-size", 400);
 	counter(m, 11 * SEC, "loh-size", 300e6);
@@ -380,6 +393,9 @@ static void test_seed_from_counters(void)
 	CHECK(fabs(val(m, M_HEAP_SIZE, 11 * SEC, NULL) - (330e6 + since)) < 1);
 	CHECK(val(m, M_APPDOMAIN_SURVIVED, 11 * SEC, NULL) == 330e6);
 	CHECK_STR(metrics_basis(m, &r, 11 * SEC), "counters");
+	double fl;
+	int64_t fs;
+	CHECK(metrics_read_floor(m, &r, &fl, &fs) == 0); /* known: no floor */
 	/* Ticks after the sample raise it like ticks after a GC. */
 	tick(m, 11 * SEC + 100 * MS, EV_ALLOC_LARGE, 50000000);
 	CHECK(fabs(val(m, M_LOH_SIZE, 12 * SEC, NULL) - (350e6 + since)) < 1);
