@@ -38,3 +38,11 @@ echo "== 200 real processes under one guard"
 echo
 echo "== dump types: size, time to write, what ClrMD sees (docs/dumps.md)"
 "$here/tests/bench/dump_types.sh" "$build" 400
+echo
+echo "== sizes right after the attach, before any GC (.NET 10, 9, 8)"
+"$here/tests/bench/attach_accuracy.sh" "$build"
+for rt in 9 8; do
+	if [ -d "$build/apps-net$rt" ]; then
+		"$here/tests/bench/attach_accuracy.sh" "$build" "$build/apps-net$rt" | tail -n +3
+	fi
+done
