@@ -40,6 +40,23 @@ else:
 EOF
 }
 
+# watch_until_known JOURNAL ARGS...: runs dumpwatch ARGS with that journal
+# until it journals metrics-known, and half a second more (a fire comes with
+# the evaluation that made the metric known), then stops it; sets DW_RC
+# (130: it was still watching).
+watch_until_known() {
+	local j=$1
+	shift
+	"$DUMPWATCH" -v --journal "$j" "$@" >"$T/dw.out" 2>&1 &
+	DW_PID=$!
+	PIDS+=("$DW_PID")
+	wait_for "grep -q '\"event\":\"metrics-known\"' '$j' 2>/dev/null || ! kill -0 $DW_PID 2>/dev/null" 15 ||
+		fail "no metrics-known record within 15 s: $*"
+	sleep 0.5
+	kill -INT "$DW_PID" 2>/dev/null || true
+	wait_dw 15
+}
+
 start_tagged big
 tagged_cmd big "loh 350"
 start_tagged small
@@ -70,7 +87,7 @@ rm -f "$core"
 
 # 2. The classic form, PID MB (heap-size > MB).
 J2="$T/pidmb.jsonl"
-timeout 30 "$DUMPWATCH" -v --dump-dir "$DUMPS" --journal "$J2" "$BIG" 300 >"$T/dw.out" 2>&1 ||
+timeout 30 "$DUMPWATCH" -v --dump-dir "$DUMPS" --journal "$J2" --dump-type triage "$BIG" 300 >"$T/dw.out" 2>&1 ||
 	fail "dumpwatch PID 300 exited $?"
 read -r v basis <<<"$(known_value "$J2" heap-size)"
 ((v >= 350000000 && v < 380000000)) || fail "heap-size right after the attach is $v, the process holds 350 MB"
@@ -79,26 +96,19 @@ d=$(seconds_between "$J2" attach fire)
 python3 -c "import sys; sys.exit(0 if float('$d') <= 2.0 else 1)" || fail "PID 300 fired $d s after the attach"
 [ "$(grep -c '"event":"dump"' "$J2")" -eq 1 ] || fail "expected one dump record for PID 300"
 core=$(grep '"event":"dump"' "$J2" | sed 's/.*"path":"\([^"]*\)".*/\1/')
-check_dump "$core" "$BIG" 300000000
+check_dump --type triage "$core" "$BIG"
 echo "PID 300: heap-size known as $v ($basis), fired ${d} s after the attach"
 find "$DUMPS" -name '*.core' -delete
 
 # 3. 250 MB: known, and below both thresholds: no dump from either form.
 J3="$T/small.jsonl"
-set +e
-timeout 5 "$DUMPWATCH" -v --pid "$SMALL" --when 'loh-size > 300MiB' --dump-dir "$DUMPS" --journal "$J3" \
-	>"$T/dw.out" 2>&1
-rc=$?
-set -e
-[ "$rc" -eq 124 ] || fail "dumpwatch on the 250 MB process ended with $rc instead of running on"
+watch_until_known "$J3" --pid "$SMALL" --when 'loh-size > 300MiB' --dump-dir "$DUMPS"
+[ "$DW_RC" -eq 130 ] || fail "dumpwatch on the 250 MB process ended with $DW_RC instead of watching on"
 read -r v basis <<<"$(known_value "$J3" loh-size)"
 ((v >= 250000000 && v < 300 * 1048576)) || fail "loh-size of the 250 MB process known as '$v'"
 J4="$T/small-pidmb.jsonl"
-set +e
-timeout 5 "$DUMPWATCH" -v --dump-dir "$DUMPS" --journal "$J4" "$SMALL" 300 >"$T/dw.out" 2>&1
-rc=$?
-set -e
-[ "$rc" -eq 124 ] || fail "dumpwatch PID 300 on the 250 MB process ended with $rc"
+watch_until_known "$J4" --dump-dir "$DUMPS" "$SMALL" 300
+[ "$DW_RC" -eq 130 ] || fail "dumpwatch PID 300 on the 250 MB process ended with $DW_RC"
 read -r v4 basis <<<"$(known_value "$J4" heap-size)"
 ((v4 >= 250000000 && v4 < 300000000)) || fail "heap-size of the 250 MB process known as '$v4'"
 [ "$(cat "$J3" "$J4" | grep -c '"event":"fire"')" -eq 0 ] || fail "the 250 MB process fired"
@@ -107,19 +117,15 @@ echo "250 MB: loh-size $v, heap-size $v4, no fire"
 
 # 4. A "below" condition does not fire on a size not known yet.
 J5="$T/below.jsonl"
-set +e
-timeout 4 "$DUMPWATCH" -v --pid "$BIG" --when 'loh-size < 100MB' --dump-dir "$DUMPS" --journal "$J5" \
-	>"$T/dw.out" 2>&1
-rc=$?
-set -e
-[ "$rc" -eq 124 ] || fail "the below rule ended dumpwatch with $rc"
+watch_until_known "$J5" --pid "$BIG" --when 'loh-size < 100MB' --dump-dir "$DUMPS"
+[ "$DW_RC" -eq 130 ] || fail "the below rule ended dumpwatch with $DW_RC"
 [ "$(grep -c '"event":"fire"' "$J5")" -eq 0 ] || fail "loh-size < 100MB fired on a process holding 350 MB"
 [ "$(known_value "$J5" loh-size)" != none ] || fail "loh-size never became known"
 
 # 5. The counters view: every size is printed, null while not known, never a
 # stand-in zero; the figure once known.
 set +e
-timeout 15 "$DUMPWATCH" counters --pid "$BIG" --format json --interval 1s --duration 4s >"$T/view.out" 2>"$T/view.err"
+timeout 15 "$DUMPWATCH" counters --pid "$BIG" --format json --interval 1s --duration 3s >"$T/view.out" 2>"$T/view.err"
 set -e
 python3 - "$T/view.out" <<'EOF' || fail "counters view: $(cat "$T/view.out" "$T/view.err")"
 import json, sys
