@@ -2,6 +2,8 @@
 # Builds dumpwatch and installs it as a systemd service:
 #   PREFIX/sbin/dumpwatch, PREFIX/lib/systemd/system/dumpwatch.service,
 #   PREFIX/share/dumpwatch/examples/ (example rules and their JSON Schema),
+#   PREFIX/share/applications/dumpwatch.desktop and its icon (the launcher
+#   entry a watch started with sudo shows its dumps on),
 #   /etc/dumpwatch/rules.d/ (the rule files the service watches),
 #   /var/lib/dumpwatch/ (journal, state) and /var/lib/dumpwatch/dumps/.
 # usage: scripts/install.sh [--prefix DIR] [--root DIR] [--example NAME]... [--enable]

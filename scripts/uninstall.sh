@@ -17,6 +17,7 @@ if [ -z "$root" ] && [ -d /run/systemd/system ]; then
 fi
 rm -f "$root$prefix/sbin/dumpwatch" "$root$prefix/lib/systemd/system/dumpwatch.service"
 rm -rf "$root$prefix/share/dumpwatch" "$root$prefix/share/doc/dumpwatch"
+rm -f "$root$prefix/share/applications/dumpwatch.desktop" "$root$prefix/share/icons/hicolor/scalable/apps/dumpwatch.svg"
 if [ -z "$root" ] && [ -d /run/systemd/system ]; then
 	systemctl daemon-reload
 fi

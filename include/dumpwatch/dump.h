@@ -107,6 +107,10 @@ void dump_job_free(struct dump_job *job);
 /* The final path the job publishes to. */
 const char *dump_job_path(const struct dump_job *job);
 
+/* How far the dump has got: the bytes of the file being written (for
+ * display only: it is not checked here) and the size expected (0: unknown). */
+int dump_job_progress(const struct dump_job *job, uint64_t *written, uint64_t *estimate);
+
 /* Builds the file name "{name}-{pid}-{rule}-{YYYYmmddTHHMMSS.mmmZ}.core" with
  * every part restricted to [A-Za-z0-9._-]. */
 void dump_file_name(const char *process_name, pid_t pid, const char *rule_name, int64_t unix_ns, char *out,

@@ -125,6 +125,10 @@ void target_probe(struct target *t);
 /* Replaces the rules (t takes the array, malloc'd, which may be NULL for
  * none). Without rules an attached target detaches. Refused (-EBUSY, the
  * array is not taken) while a dump runs: its rule is referred to by index. */
+/* The dump in progress: bytes written and expected (dump_job_progress);
+ * -1 when none runs. */
+int target_dump_progress(const struct target *t, uint64_t *written, uint64_t *estimate);
+
 int target_set_rules(struct target *t, struct target_rule *rules, size_t n);
 const struct target_rule *target_rules(const struct target *t, size_t *ret_n);
 

@@ -26,6 +26,7 @@ struct watch_options {
 	struct store_limits store; /* disk guards checked before every dump */
 	int64_t dump_timeout_ns;   /* createdump is killed past it; 0: no limit */
 	const char *createdump;    /* --createdump: what the exec path runs; NULL: the host runtime's */
+	const char *launcher;      /* the desktop entry to show dumps on (launcher.h); "off": none */
 };
 
 /* Runs until every rule has reached its max dumps, the target exits, or a

@@ -1155,6 +1155,13 @@ void target_retry_soon(struct target *t)
 	arm(t);
 }
 
+int target_dump_progress(const struct target *t, uint64_t *written, uint64_t *estimate)
+{
+	if (!t->job)
+		return -1;
+	return dump_job_progress(t->job, written, estimate);
+}
+
 int target_set_rules(struct target *t, struct target_rule *rules, size_t n)
 {
 	if (t->job)

@@ -1103,6 +1103,24 @@ const char *dump_job_path(const struct dump_job *job)
 	return job->final_path;
 }
 
+int dump_job_progress(const struct dump_job *job, uint64_t *written, uint64_t *estimate)
+{
+	struct stat st;
+	int dir = job->stage_fd >= 0 ? job->stage_fd : job->store_fd;
+
+	*estimate = job->estimate;
+	if (job->copying) {
+		*written = job->bytes; /* written; being moved into the store */
+		return 0;
+	}
+	if (dir < 0 || fstatat(dir, job->tmp_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+		*written = 0;
+		return 0;
+	}
+	*written = (uint64_t)st.st_size;
+	return 0;
+}
+
 static void fill_result(struct dump_job *job, struct dump_result *res, uint64_t bytes)
 {
 	struct timespec now;

@@ -15,6 +15,7 @@
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/exitcodes.h"
 #include "dumpwatch/guard.h"
+#include "dumpwatch/launcher.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/record.h"
 #include "dumpwatch/rulecheck.h"
@@ -119,6 +120,8 @@ static void usage(FILE *f)
 	    "      --store-max-size SIZE  at most this much in stored dumps (default no limit)\n"
 	    "      --store-max-count N  at most N stored dumps (default no limit)\n"
 	    "      --store-full skip|delete-oldest  when a dump would break those (default skip)\n"
+	    "      --launcher ID|off    show dumps on the desktop launcher entry ID (default %s; a sudo run\n"
+	    "                           shows them to the user who ran sudo)%s\n"
 	    "  -v, --verbose            print metrics as they arrive\n"
 	    "\n"
 	    "guard options (with --rules-dir; limits and dump type come from the rule files, by default\n"
@@ -134,7 +137,8 @@ static void usage(FILE *f)
 	    "\n",
 	    record_duration, view_interval, DW_DEFAULT_DUMP_DIR, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE),
 	    dump_via_name(DW_DEFAULT_DUMP_VIA), DW_DEFAULT_MAX_DUMPS, cooldown, counter_interval, dump_timeout,
-	    min_free, DW_DEFAULT_MAX_DUMPS, rule_cooldown, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE), stop_timeout);
+	    min_free, LAUNCHER_DEFAULT_ID, launcher_built_in() ? "" : "; not built in", DW_DEFAULT_MAX_DUMPS,
+	    rule_cooldown, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE), stop_timeout);
 	exit_codes_print(f);
 }
 
@@ -475,6 +479,7 @@ struct cli {
 	int limits_given; /* --dump-type, --max-dumps or --cooldown was given */
 	pid_t pid;
 	const char *dump_dir, *journal, *createdump, *rules_dir, *state_dir;
+	const char *launcher; /* --launcher; NULL: not given */
 	enum dump_via via;
 	int verbose;
 	int64_t counter_interval_ns, stop_timeout_ns, dump_timeout_ns;
@@ -504,7 +509,8 @@ enum {
 	OPT_STORE_MAX_COUNT,
 	OPT_STORE_FULL,
 	OPT_CREATEDUMP,
-	OPT_ALLOW_DUMP_DIR
+	OPT_ALLOW_DUMP_DIR,
+	OPT_LAUNCHER
 };
 
 /* --createdump: checked now, so that a file root must not run is a usage
@@ -562,6 +568,16 @@ static int cli_option(struct cli *c, int opt, const char *arg)
 		if (createdump_option(arg) < 0)
 			return -EINVAL;
 		c->createdump = arg;
+		return 0;
+	case OPT_LAUNCHER:
+		/* A desktop file id: a plain file name, as docks look them up. */
+		if (strcmp(arg, "off") != 0 &&
+		    (!*arg || strchr(arg, '/') || arg[0] == '.' || strlen(arg) > 255 || !strstr(arg, ".desktop"))) {
+			log_error("--launcher takes a desktop file id such as dumpwatch.desktop, or off; not \"%s\"",
+			          arg);
+			return -EINVAL;
+		}
+		c->launcher = arg;
 		return 0;
 	case 'n':
 		c->limits_given = 1;
@@ -656,6 +672,7 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	                                     {"dump-type", required_argument, NULL, 't'},
 	                                     {"dump-via", required_argument, NULL, OPT_VIA},
 	                                     {"createdump", required_argument, NULL, OPT_CREATEDUMP},
+	                                     {"launcher", required_argument, NULL, OPT_LAUNCHER},
 	                                     {"max-dumps", required_argument, NULL, 'n'},
 	                                     {"cooldown", required_argument, NULL, 'c'},
 	                                     {"journal", required_argument, NULL, 'j'},
@@ -694,6 +711,8 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 			return DW_EXIT_OK;
 		case OPT_VERSION:
 			printf("dumpwatch %s\n", DUMPWATCH_VERSION);
+			printf("desktop launcher entry (libunity): %s\n",
+			       launcher_built_in() ? "built in" : "not built in");
 			return DW_EXIT_OK;
 		case '?':
 			usage(stderr);
@@ -791,6 +810,10 @@ static int run_guard(const struct cli *c)
 		          "--dump-type, --max-dumps, --cooldown and PID MB are for watching one process");
 		return DW_EXIT_USAGE;
 	}
+	if (c->launcher) {
+		log_error("--launcher is for watching one process from a desktop session; the guard is a service");
+		return DW_EXIT_USAGE;
+	}
 	if (guard_options_from_cli(c, &go) < 0)
 		return DW_EXIT_USAGE;
 	return guard_run(&go);
@@ -876,6 +899,7 @@ static int run_watch(struct cli *c)
 	o.store = c->store;
 	o.dump_timeout_ns = c->dump_timeout_ns;
 	o.createdump = c->createdump;
+	o.launcher = c->launcher ? c->launcher : LAUNCHER_DEFAULT_ID;
 	return watch_run(&o);
 }
 

@@ -15,12 +15,15 @@
 
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/journal.h"
+#include "dumpwatch/launcher.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/loop.h"
 #include "dumpwatch/target.h"
 
 /* How long the end of tracing may take when watch stops. */
 #define WATCH_STOP_NS 2000000000LL
+/* How often the launcher's progress bar follows a dump being written. */
+#define PROGRESS_EVERY_NS 200000000LL
 
 struct watcher {
 	const struct watch_options *o;
@@ -31,7 +34,38 @@ struct watcher {
 	int exit_code;
 	int session_lost; /* the session failed while a dump ran: end after it */
 	int stopping;     /* waiting for tracing to end */
+	struct launcher *launcher;
+	struct loop_timer progress;
 };
+
+/* The launcher's progress bar: the file written against the estimate,
+ * short of 1 until the dump is published. */
+static void on_progress(struct loop *l, void *ctx)
+{
+	struct watcher *w = ctx;
+	uint64_t written, estimate;
+
+	if (!w->t || target_dump_progress(w->t, &written, &estimate) < 0)
+		return;
+	if (estimate > 0) {
+		double f = (double)written / (double)estimate;
+		launcher_progress(w->launcher, f > 0.99 ? 0.99 : f);
+	}
+	loop_timer_arm(l, &w->progress, loop_now() + PROGRESS_EVERY_NS);
+}
+
+static void on_fired(void *ctx, struct target *t, size_t rule)
+{
+	struct watcher *w = ctx;
+	(void)t;
+	(void)rule;
+
+	if (!w->launcher)
+		return;
+	launcher_urgent(w->launcher, 1);
+	launcher_progress(w->launcher, 0);
+	loop_timer_arm(w->loop, &w->progress, loop_now() + PROGRESS_EVERY_NS);
+}
 
 static void finish(struct watcher *w, int code)
 {
@@ -90,9 +124,18 @@ static void on_attach_failed(void *ctx, struct target *t, int r, const char *err
 static void on_dump_ended(void *ctx, struct target *t, size_t rule, int r)
 {
 	struct watcher *w = ctx;
-	(void)t;
 	(void)rule;
 
+	if (w->launcher) {
+		loop_timer_disarm(w->loop, &w->progress);
+		if (r == 0) {
+			launcher_progress(w->launcher, 1);
+			launcher_count(w->launcher, target_dumps(t));
+		} else {
+			launcher_urgent(w->launcher, 1);
+		}
+		launcher_progress(w->launcher, -1);
+	}
 	if (r < 0)
 		finish(w, DW_EXIT_DUMP);
 	else if (w->session_lost)
@@ -135,6 +178,7 @@ static const struct target_hooks watch_hooks = {
     .probed = on_probed,
     .attached = on_attached,
     .attach_failed = on_attach_failed,
+    .fired = on_fired,
     .dump_ended = on_dump_ended,
     .session_failed = on_session_failed,
     .exited = on_exited,
@@ -196,7 +240,10 @@ int watch_run(const struct watch_options *o)
 		log_error("%s", err);
 		return DW_EXIT_USAGE;
 	}
+	/* Forked before anything else runs: the child takes nothing along. */
+	w.launcher = launcher_start(o->launcher, o->verbose);
 	w.loop = loop_new();
+	loop_timer_init(&w.progress, on_progress, &w);
 	rules = target_rules_of(o);
 	w.cfg = (struct target_config){
 	    .loop = w.loop,
@@ -251,8 +298,11 @@ int watch_run(const struct watch_options *o)
 	}
 	r = w.exit_code;
 out:
+	if (w.loop)
+		loop_timer_disarm(w.loop, &w.progress);
 	target_free(w.t);
 	loop_free(w.loop);
+	launcher_stop(w.launcher); /* cleared, whatever ended the watch */
 	journal_close(w.journal);
 	return r;
 }

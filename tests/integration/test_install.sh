@@ -18,6 +18,13 @@ mode() { stat -c '%a %U' "$1"; }
 [ -x "$BIN" ] || fail "no $BIN"
 [ -f "$UNIT" ] || fail "no $UNIT"
 [ -f "$R/usr/local/share/dumpwatch/examples/dumpwatch-rules.schema.json" ] || fail "schema not installed"
+DESKTOP="$R/usr/local/share/applications/dumpwatch.desktop"
+ICON="$R/usr/local/share/icons/hicolor/scalable/apps/dumpwatch.svg"
+[ -f "$DESKTOP" ] && [ -f "$ICON" ] || fail "the launcher's desktop file or icon is not installed"
+grep -q '^Icon=dumpwatch$' "$DESKTOP" || fail "the desktop file does not name its icon"
+if command -v desktop-file-validate >/dev/null; then
+	desktop-file-validate "$DESKTOP" || fail "the desktop file does not validate"
+fi
 [ "$(mode "$R/etc/dumpwatch/rules.d")" = "755 root" ] || fail "rules.d: $(mode "$R/etc/dumpwatch/rules.d")"
 [ "$(mode "$R/var/lib/dumpwatch")" = "711 root" ] || fail "state dir: $(mode "$R/var/lib/dumpwatch")"
 [ "$(mode "$R/var/lib/dumpwatch/dumps")" = "711 root" ] || fail "dump dir: $(mode "$R/var/lib/dumpwatch/dumps")"
@@ -62,6 +69,7 @@ stop_guard
 
 "$SRC/scripts/uninstall.sh" --root "$R" >/dev/null
 [ ! -e "$BIN" ] && [ ! -e "$UNIT" ] || fail "uninstall left the program or the unit"
+[ ! -e "$DESKTOP" ] && [ ! -e "$ICON" ] || fail "uninstall left the desktop file or the icon"
 [ -f "$R/etc/dumpwatch/rules.d/svc.json" ] && [ -f "$J" ] || fail "uninstall removed rules or the journal"
 "$SRC/scripts/uninstall.sh" --root "$R" --purge >/dev/null
 [ ! -e "$R/etc/dumpwatch" ] && [ ! -e "$R/var/lib/dumpwatch" ] || fail "--purge left data"
