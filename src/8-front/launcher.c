@@ -289,6 +289,7 @@ struct launcher *launcher_start(const char *desktop_id, int verbose)
 	}
 	l->fd = p[1];
 	fcntl(l->fd, F_SETFL, fcntl(l->fd, F_GETFL) | O_NONBLOCK);
+	signal(SIGPIPE, SIG_IGN); /* a child gone (no bus) is EPIPE, not our end */
 	return l;
 #else
 	(void)desktop_id;

@@ -8,6 +8,8 @@
 #    bar rising to 1 while the dump is written; count 1 after it; everything
 #    cleared at the exit;
 #  - every update came from a connection of the test user, never root's;
+#  - SIGTERM while the dump is written, and a dump that fails (urgent, no
+#    count), leave the entry cleared;
 #  - without a session bus the same watch dumps as before and says why there
 #    is no launcher in one -v line; --launcher off starts none.
 source "$(dirname "$0")/lib.sh"
@@ -96,6 +98,26 @@ for l in sys.stdin:
     state.update(json.loads(l)["props"])
 assert not state.get("urgent") and not state.get("progress-visible") and not state.get("count-visible"), state
 ' || fail "SIGTERM during the dump left the entry shown: $(tail -n +$((before + 1)) "$T/dock.out")"
+
+# A dump that fails (the disk guard refuses it): urgent, no count, cleared at the exit.
+before=$(grep -c app_uri "$T/dock.out")
+set +e
+env SUDO_UID="$DESK_UID" SUDO_GID="$DESK_GID" DBUS_SESSION_BUS_ADDRESS="$BUS" \
+	timeout 60 "$DUMPWATCH" -v --min-free 100% --dump-dir "$DUMPS" "$APP_PID" 300 >"$T/dw.out" 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 3 ] || fail "a refused dump: exit $rc, expected 3"
+wait_for "tail -n 1 '$T/dock.out' | grep -q '\"urgent\": false'" 5 || true
+tail -n +$((before + 1)) "$T/dock.out" | /usr/bin/python3 -c '
+import json, sys
+state, urgent, counted = {}, False, False
+for l in sys.stdin:
+    state.update(json.loads(l)["props"])
+    urgent |= bool(state.get("urgent"))
+    counted |= bool(state.get("count-visible"))
+assert urgent and not counted, (urgent, counted)
+assert not state.get("urgent") and not state.get("progress-visible"), state
+' || fail "a failed dump: $(tail -n +$((before + 1)) "$T/dock.out")"
 
 # No session bus: the same watch dumps, and says why there is no launcher.
 rm -f "$DUMPS"/*.core "$DUMPS"/.*.partial
