@@ -118,14 +118,29 @@ static int fds_allow(struct guard *g, uint64_t need)
 	now = loop_now();
 	if (!g->fd_count_ns || now - g->fd_count_ns >= GUARD_FDS_RECOUNT_NS) {
 		int n = fds_count_open();
+		/* No count (at the limit, listing /proc/self/fd needs the
+		 * descriptor there is not): the estimate, which said no. */
 		if (n < 0)
-			return 1;
+			return 0;
 		g->fd_count = n;
 		g->fd_count_est = est;
 		g->fd_count_ns = now;
 	}
 	open = g->fd_count + (est - g->fd_count_est);
 	return fds_room(open > 0 ? (uint64_t)open : 0, need, GUARD_FDS_RESERVE, g->fdl.soft);
+}
+
+/* Descriptors open now, for the log and journal: counted, or when even
+ * that fails (no descriptor left to list them with) estimated. */
+static int open_fds(const struct guard *g)
+{
+	int n = fds_count_open();
+	if (n >= 0)
+		return n;
+	n = g->fd_base > 0 ? g->fd_base : 0;
+	for (size_t i = 0; i < g->n_procs; i++)
+		n += target_fds(g->procs[i]->tg);
+	return n;
 }
 
 static size_t count_attached(const struct guard *g)
@@ -148,7 +163,7 @@ static void fd_wait_begin(struct proc *p)
 	if (g->fd_paused)
 		return;
 	g->fd_paused = 1;
-	int open = fds_count_open();
+	int open = open_fds(g);
 	size_t attached = count_attached(g);
 	struct json_object *rec = json_object_new_object();
 	json_object_object_add(rec, "pid", json_object_new_int(p->t.pid));
@@ -175,7 +190,7 @@ static void fd_wait_end(struct proc *p)
 	if (g->n_fd_wait > 0 || !g->fd_paused)
 		return;
 	g->fd_paused = 0;
-	int open = fds_count_open();
+	int open = open_fds(g);
 	struct json_object *rec = json_object_new_object();
 	json_object_object_add(rec, "open_fds", json_object_new_int(open));
 	json_object_object_add(rec, "fd_limit", json_object_new_int64((int64_t)g->fdl.soft));
@@ -424,6 +439,12 @@ void guard_proc_add(struct guard *g, const struct dn_target *t)
 	guard_pend_forget(g, t->pid); /* found: nothing more to look for under its pid */
 	g->procs[g->n_procs++] = p;
 	guard_watch_dir_of_socket(g, t->socket_path);
+	/* Even asking who it is takes a descriptor: a flood of new processes
+	 * waits its turn like attachments do (on_timer probes it then). */
+	if (!fds_allow(g, 1)) {
+		fd_wait_begin(p);
+		return;
+	}
 	target_probe(p->tg); /* may remove p (hook_probed) */
 }
 
@@ -452,10 +473,14 @@ static void on_timer(struct loop *l, void *ctx)
 		struct proc *p = g->procs[i];
 		if (!p->fd_wait || target_retrying(p->tg, NULL) || target_busy(p->tg))
 			continue;
-		if (!fds_allow(g, GUARD_FDS_PER_PROCESS))
+		int probe = target_state(p->tg) == TARGET_NEW;
+		if (!fds_allow(g, probe ? 1 : GUARD_FDS_PER_PROCESS))
 			break;
 		fd_wait_end(p);
-		attach(p);
+		if (probe)
+			target_probe(p->tg); /* may remove p: not touched after */
+		else
+			attach(p);
 	}
 	guard_arm_timer(g);
 }
