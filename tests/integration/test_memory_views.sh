@@ -22,8 +22,11 @@ PIDS+=("$GP")
 sleep 0.5
 start_tagged "$A"
 P=${APP_PIDS[$A]}
-wait_for "grep -q 'following pid $P' '$T/counters.err'" 10 || fail "counters did not pick up GcLab started after it"
-wait_for "grep -q 'following pid $P' '$T/gc.err'" 10 || fail "gc did not pick up GcLab started after it"
+# views_said: what the two views printed on stderr, for a failure's message.
+views_said() { echo "counters: $(tail -5 "$T/counters.err") / gc: $(tail -5 "$T/gc.err") / sockets of $P: $(ls /tmp/dotnet-diagnostic-"$P"-* 2>&1)"; }
+wait_for "grep -q 'following pid $P' '$T/counters.err'" 10 ||
+	fail "counters did not pick up GcLab (pid $P) started after it: $(views_said)"
+wait_for "grep -q 'following pid $P' '$T/gc.err'" 10 || fail "gc did not pick up GcLab (pid $P) started after it: $(views_said)"
 
 # run COMMAND SECONDS: runs it, waits for its answer, prints the answer's figures.
 run() {
