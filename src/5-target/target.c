@@ -467,6 +467,23 @@ static struct json_object *names_of(struct json_object *set)
 	return a;
 }
 
+/* Whether a condition's metric became known since it was last looked at:
+ * checked before anything is built, as a metric that never becomes known (a
+ * counter its process does not publish) is looked at after every event. */
+static int any_newly_known(const struct target *t, int64_t now)
+{
+	const struct metrics *m = session_metrics(t->session);
+	double v;
+	int64_t sample;
+
+	for (size_t i = 0; i < t->n_rules; i++)
+		for (uint32_t c = 0; c < t->rules[i].fr.rule.n_conds && c < RULE_MAX_CONDS; c++)
+			if (!t->rules[i].known[c] &&
+			    metrics_read(m, &t->rules[i].fr.rule.conds[c].metric, now, &v, &sample))
+				return 1;
+	return 0;
+}
+
 /* Journals the metrics of the rules that became known since the last call
  * ("metrics-known": each with its value and how it is known), until all are. */
 static void note_known(struct target *t, int64_t now)
@@ -475,7 +492,7 @@ static void note_known(struct target *t, int64_t now)
 	char line[512];
 	int left;
 
-	if (t->all_known || !t->session)
+	if (t->all_known || !t->session || !any_newly_known(t, now))
 		return;
 	known = json_object_new_object();
 	unknown = json_object_new_object();

@@ -105,14 +105,22 @@ static int rule_matches(const struct file_rule *fr, const struct proc *p)
  * /proc/self/fd, at most every GUARD_FDS_RECOUNT_NS (in between, the count
  * moves with the estimate), so that a flood of processes at the limit does
  * not list a directory of tens of thousands of descriptors for each. */
+static int64_t fds_estimate(const struct guard *g)
+{
+	int64_t est = g->fd_base > 0 ? g->fd_base : 0;
+
+	for (size_t i = 0; i < g->n_procs; i++)
+		est += target_fds(g->procs[i]->tg);
+	return est;
+}
+
 static int fds_allow(struct guard *g, uint64_t need)
 {
-	int64_t est = g->fd_base > 0 ? g->fd_base : 0, open, now;
+	int64_t est, open, now;
 
 	if (!g->fdl.soft)
 		return 1;
-	for (size_t i = 0; i < g->n_procs; i++)
-		est += target_fds(g->procs[i]->tg);
+	est = fds_estimate(g);
 	if (fds_room((uint64_t)est + GUARD_FDS_SLACK, need, GUARD_FDS_RESERVE, g->fdl.soft))
 		return 1;
 	now = loop_now();
@@ -135,12 +143,7 @@ static int fds_allow(struct guard *g, uint64_t need)
 static int open_fds(const struct guard *g)
 {
 	int n = fds_count_open();
-	if (n >= 0)
-		return n;
-	n = g->fd_base > 0 ? g->fd_base : 0;
-	for (size_t i = 0; i < g->n_procs; i++)
-		n += target_fds(g->procs[i]->tg);
-	return n;
+	return n >= 0 ? n : (int)fds_estimate(g);
 }
 
 static size_t count_attached(const struct guard *g)
