@@ -13,6 +13,9 @@
 
 #define DW_NS_PER_SEC 1000000000LL
 
+/* The version --version prints and every dump context carries. */
+#define DW_VERSION "0.1.0"
+
 /* --cooldown, the one-process watch: an operator watching one incident wants
  * the next dump soon (two dumps seconds apart show what grows), and stops the
  * watch by hand or with --max-dumps; 10 s lets the target, frozen while

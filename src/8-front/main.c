@@ -26,8 +26,6 @@
 #include "dumpwatch/views.h"
 #include "dumpwatch/watch.h"
 
-#define DUMPWATCH_VERSION "0.1.0"
-
 /* ---- help and the parsers every mode shares ----------------------------- */
 
 /* The exit-status table (exitcodes.h), as --help shows it. */
@@ -710,7 +708,7 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 			usage(stdout);
 			return DW_EXIT_OK;
 		case OPT_VERSION:
-			printf("dumpwatch %s\n", DUMPWATCH_VERSION);
+			printf("dumpwatch %s\n", DW_VERSION);
 			printf("desktop launcher entry (libunity): %s\n",
 			       launcher_built_in() ? "built in" : "not built in");
 			return DW_EXIT_OK;
