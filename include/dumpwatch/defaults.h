@@ -60,6 +60,18 @@
  * process's dumps stand together; {time} keeps names unique. */
 #define DW_DEFAULT_DUMP_NAME_TEMPLATE "{name}-{pid}-{rule}-{time}.core"
 
+/* --history: the metric history a dump's context shows. Five minutes holds
+ * the minute before an incident with room for a sustain window of a few
+ * minutes, and costs at most 19 KB per metric at 250 ms (history.h). */
+#define DW_DEFAULT_HISTORY_NS (5 * 60 * DW_NS_PER_SEC)
+/* Points per metric: the history's slot is its window over this (250 ms for
+ * five minutes), and never finer than DW_HISTORY_SLOT_MIN_NS: the runtime
+ * flushes its event buffers every 100 ms. */
+#define DW_HISTORY_POINTS 1200
+#define DW_HISTORY_SLOT_MIN_NS (100 * 1000000LL)
+/* The longest --history: an hour is 3 s per point. */
+#define DW_HISTORY_MAX_NS (60 * 60 * DW_NS_PER_SEC)
+
 /* --counter-interval: EventCounters report in whole seconds and 1 s is the
  * finest, so a "for 2s" condition sees at least two samples; in the target
  * it costs one small event per counter per second. */

@@ -122,6 +122,12 @@ void dump_file_name(const char *process_name, pid_t pid, const char *rule_name, 
 void dump_file_name_template(const char *tmpl, const char *process_name, pid_t pid, const char *rule_name,
                              int64_t unix_ns, char *out, size_t outlen);
 
+/* Opens the store directory dir (absolute) without following links and
+ * checks it as every dump does: ours (or, under sudo, the invoking user's),
+ * writable by no one else, below directories only root can change. The
+ * descriptor, or -errno with a sentence in err. */
+int dump_open_store(const char *dir, char *err, size_t errlen);
+
 /* Whether a process with uid/gid (and supplementary groups of pid) may create
  * files in dir. 0 when it may, -EACCES with a sentence saying how to fix it. */
 int dump_dir_writable_by(const char *dir, pid_t pid, uid_t uid, gid_t gid, char *err, size_t errlen);

@@ -123,6 +123,10 @@ int ruleset_reload(struct ruleset *rs);
  * ruleset_reload or ruleset_free. */
 size_t ruleset_active(const struct ruleset *rs, const struct file_rule *const **ret);
 
+/* The full path of the file a rule of ruleset_active comes from, into out.
+ * 0, or -ENOENT when r is not one of them. */
+int ruleset_rule_path(const struct ruleset *rs, const struct file_rule *r, char *out, size_t outlen);
+
 /* Increases whenever the rules in force change: the enabled rules, their
  * order, or any field of one but its position in its file. */
 uint64_t ruleset_generation(const struct ruleset *rs);

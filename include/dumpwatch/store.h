@@ -29,8 +29,12 @@ struct store_limits {
 
 struct store_entry {
 	char name[NAME_MAX + 1];
-	uint64_t bytes; /* space it takes on disk */
+	uint64_t bytes; /* space it takes on disk, with its context files */
 	int64_t mtime_ns;
+	/* Context files (NAME.json, NAME.svg) without a dump: of a dump that
+	 * was skipped or failed. name is one of them. Not a dump for
+	 * max_count; deleted with the oldest all the same. */
+	int context_only;
 };
 
 struct store_state {
@@ -39,10 +43,32 @@ struct store_state {
 	struct store_entry *entries; /* oldest first */
 	size_t n;
 	uint64_t stored_bytes;
+	size_t n_context_only; /* entries that are context files only */
 };
 
-/* Reads the store behind dirfd: file system figures and the stored dumps.
- * 0 or -errno. */
+/* The context files beside a dump (dumpctx.h): NAME.json and NAME.svg for a
+ * dump NAME.core, DUMP.json and DUMP.svg for a dump named otherwise (a name
+ * template without ".core"); never the dump's own name. Pure. */
+void store_context_names(const char *dump_name, char *json, size_t jsonlen, char *svg, size_t svglen);
+
+/* Room a dump's context files are given when the dump is admitted. */
+#define STORE_CONTEXT_ALLOWANCE (2u << 20)
+
+/* Publishes a dump's context files beside dump_name in the store behind
+ * dirfd (checked by the caller, dump_open_store): each written to a
+ * temporary ".NAME.partial" (created without following links), synced and
+ * renamed, with the owner and mode of the dump when it is there (0600 and
+ * ours otherwise). Refused (-ENOSPC, why) when they would leave less free
+ * space than l's minimum. 0 or -errno with a sentence in err. */
+int store_put_context(int dirfd, const char *dump_name, const struct store_limits *l, const char *json, size_t jsonlen,
+                      const char *svg, size_t svglen, char *err, size_t errlen);
+
+/* Deletes a stored entry (store_scan) with its context files. 0 or -errno. */
+int store_delete(int dirfd, const struct store_entry *e);
+
+/* Reads the store behind dirfd: file system figures, the stored dumps and
+ * the context files (counted with their dump, or as an entry of their own
+ * when it is not there). 0 or -errno. */
 int store_scan(int dirfd, struct store_state *out);
 void store_state_free(struct store_state *s);
 

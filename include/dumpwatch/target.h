@@ -61,12 +61,14 @@ struct target_config {
 	int retry;             /* attach again after a failure, backing off */
 	int request_ms;        /* 0: TARGET_REQUEST_MS (tests shorten it) */
 	int64_t exit_grace_ns; /* 0: TARGET_EXIT_GRACE_NS */
+	int64_t history_ns;    /* metric history kept for dump contexts; 0: DW_DEFAULT_HISTORY_NS */
 };
 
 /* One rule applied to the process, with its evaluation state. */
 struct target_rule {
 	struct file_rule fr;
-	uint64_t hash; /* ruleset_rule_hash, for carrying state over a reload */
+	char file[PATH_MAX]; /* the rule file it comes from; "": the command line */
+	uint64_t hash;       /* ruleset_rule_hash, for carrying state over a reload */
 	struct eval_state st;
 	int64_t next_ns; /* 0: nothing pending */
 	int at_limit;    /* "limit" journaled since the last fire */

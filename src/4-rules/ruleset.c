@@ -211,6 +211,18 @@ size_t ruleset_active(const struct ruleset *rs, const struct file_rule *const **
 	return rs->n_active;
 }
 
+int ruleset_rule_path(const struct ruleset *rs, const struct file_rule *r, char *out, size_t outlen)
+{
+	for (size_t i = 0; i < rs->n_files; i++) {
+		const struct rs_file *f = &rs->files[i];
+		if (f->has_good && f->n_rules && r >= f->rules && r < f->rules + f->n_rules) {
+			snprintf(out, outlen, "%s/%s", rs->dir, f->name);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 uint64_t ruleset_generation(const struct ruleset *rs)
 {
 	return rs->generation;

@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "dumpwatch/ctxtrack.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/report.h"
 #include "dumpwatch/units.h"
@@ -93,6 +95,12 @@ struct target {
 	struct dump_job *job;
 	size_t job_rule;
 	uint32_t dumps;
+
+	/* The history and GC records behind a dump's context, and the fire
+	 * of the dump in flight (its dump_name points into fx_name). */
+	struct ctxtrack *ct;
+	struct dumpctx_input fx;
+	char fx_name[NAME_MAX + 1];
 
 	int in_event;
 	int all_known; /* every metric of the rules known in this attachment */
@@ -526,6 +534,8 @@ static void attached(struct target *t)
 		session_free(t->session); /* of an attachment that ended */
 		t->session = NULL;
 	}
+	if (t->ct)
+		ctxtrack_session_end(t->ct);
 	t->session = session_new(&t->dt, on_event, t);
 	if (!t->session) {
 		close(fd);
@@ -852,6 +862,72 @@ static void on_dump_deleted(void *ctx, const char *path, uint64_t bytes)
 	log_info("deleted %s (%.1f MB) to make room for a dump of pid %d", path, (double)bytes / 1e6, (int)t->dt.pid);
 }
 
+/* Writes the context files of the fire in t->fx beside its dump (res: the
+ * dump published, NULL when none was) and names them in rec, or says there
+ * why they are missing. */
+static void context_publish(struct target *t, enum dumpctx_outcome outcome, const char *err,
+                            const struct dump_result *res, struct json_object *rec)
+{
+	struct dumpctx_input *in = &t->fx;
+	char jp[PATH_MAX], sp[PATH_MAX], why[768];
+	struct passwd pw, *pwp = NULL;
+	char pwbuf[4096];
+
+	if (!t->ct || !in->rule)
+		return;
+	in->outcome = outcome;
+	in->error = err;
+	if (in->dump_start_unix_ns)
+		in->dump_end_unix_ns = loop_wall_now();
+	if (res) {
+		in->dump_bytes = (int64_t)res->bytes;
+		in->dump_duration_ms = res->duration_ms;
+		in->via = res->via;
+	}
+	in->cmdline = t->cmdline;
+	in->runtime_version = t->info.runtime_version;
+	in->user = getpwuid_r(t->dt.uid, &pw, pwbuf, sizeof(pwbuf), &pwp) == 0 && pwp ? pw.pw_name : NULL;
+	int64_t t0 = loop_now();
+	int r = ctxtrack_publish(t->ct, in, t->cfg->store, jp, sp, why, sizeof(why));
+	if (r == 0) {
+		json_object_object_add(rec, "context", json_object_new_string(jp));
+		json_object_object_add(rec, "plot", json_object_new_string(sp));
+		json_object_object_add(rec, "context_ms", report_num((double)(loop_now() - t0) / 1e6, 3));
+	} else {
+		json_object_object_add(rec, "context_error", json_object_new_string(why));
+		log_warn("the context of the dump of pid %d (%s) for rule %s is missing: %s", (int)t->dt.pid, t->name,
+		         in->rule->rule.name, why);
+	}
+	in->rule = NULL;
+}
+
+/* Notes what the context of this fire needs from its moment: the values the
+ * conditions read, the times, the process. */
+static void context_fire(struct target *t, const struct target_rule *tr, int64_t now, int64_t unix_ns)
+{
+	struct dumpctx_input *in = &t->fx;
+	struct metrics_at at = {.m = session_metrics(t->session), .now_ns = now};
+
+	memset(in, 0, sizeof(*in));
+	in->rule = &tr->fr;
+	in->rule_file = tr->file[0] ? tr->file : NULL;
+	for (uint32_t c = 0; c < tr->fr.rule.n_conds && c < RULE_MAX_CONDS; c++) {
+		int64_t when;
+		in->read[c] = metrics_read_eval(&at, &tr->fr.rule.conds[c].metric, &in->value[c], &when);
+	}
+	in->fire_ns = now;
+	in->fire_unix_ns = unix_ns;
+	in->dump_dir = dump_dir_of(t, tr);
+	dump_file_name_template(tr->fr.name_template, t->name, t->dt.pid, tr->fr.rule.name, unix_ns, t->fx_name,
+	                        sizeof(t->fx_name));
+	in->dump_name = t->fx_name;
+	in->dump_bytes = -1;
+	in->dump_duration_ms = -1;
+	in->pid = t->dt.pid;
+	in->process_name = t->name;
+	in->uid = t->dt.uid;
+}
+
 static void fire(struct target *t, size_t i, int64_t now)
 {
 	struct target_rule *tr = &t->rules[i];
@@ -866,6 +942,8 @@ static void fire(struct target *t, size_t i, int64_t now)
 	log_info("rule %s fired for pid %d (%s): %s", r->name, (int)t->dt.pid, t->name, desc);
 	eval_record_fire(r, &tr->st, now);
 	tr->at_limit = 0;
+	int64_t unix_ns = loop_wall_now();
+	context_fire(t, tr, now, unix_ns);
 	if (t->hooks->fired)
 		t->hooks->fired(t->ctx, t, i);
 
@@ -883,21 +961,25 @@ static void fire(struct target *t, size_t i, int64_t now)
 	    .rule_name = r->name,
 	    .type = r->dump_type,
 	    .via = t->cfg->via,
-	    .unix_ns = loop_wall_now(),
+	    .unix_ns = unix_ns,
 	    .name_template = tr->fr.name_template,
 	    .limits = t->cfg->store,
 	    .timeout_ns = t->cfg->dump_timeout_ns,
 	    .deleted = on_dump_deleted,
 	    .ctx = t,
 	};
+	t->fx.dump_start_unix_ns = loop_wall_now();
 	int rc = dump_start(&req, &t->job, err, sizeof(err));
 	if (rc < 0) {
+		struct json_object *frec = rec_rule(t, r->name);
 		t->job = NULL;
+		t->fx.dump_start_unix_ns = 0;
+		context_publish(t, rc == -ENOSPC ? DUMPCTX_SKIPPED : DUMPCTX_FAILED, err, NULL, frec);
 		if (rc == -ENOSPC) {
-			journal_err(t, "dump-skipped", rec_rule(t, r->name), err);
+			journal_err(t, "dump-skipped", frec, err);
 			log_warn("dump of pid %d (%s) for rule %s %s", (int)t->dt.pid, t->name, r->name, err);
 		} else {
-			journal_err(t, "dump-failed", rec_rule(t, r->name), err);
+			journal_err(t, "dump-failed", frec, err);
 			log_error("dump of pid %d (%s) for rule %s failed: %s", (int)t->dt.pid, t->name, r->name, err);
 		}
 		t->deferred_end = 1;
@@ -907,6 +989,8 @@ static void fire(struct target *t, size_t i, int64_t now)
 		return;
 	}
 	t->job_rule = i;
+	const char *slash = strrchr(dump_job_path(t->job), '/');
+	snprintf(t->fx_name, sizeof(t->fx_name), "%s", slash ? slash + 1 : dump_job_path(t->job));
 	loop_add(t->cfg->loop, dump_job_fd(t->job), EPOLLIN, on_dump, t);
 	log_info("dumping pid %d to %s", (int)t->dt.pid, dump_job_path(t->job));
 }
@@ -959,6 +1043,8 @@ static void on_event(void *ctx, struct session *s, const struct ev_record *r, in
 			snprintf(prefix, sizeof(prefix), "pid %d: ", (int)t->dt.pid);
 		report_verbose_event(stdout, &t->verbose, prefix, session_metrics(t->session), r, t_ns);
 	}
+	if (t->ct)
+		ctxtrack_on_event(t->ct, session_metrics(t->session), r, t_ns);
 	if (metrics_event_matters(r) && !t->deferred_end) {
 		t->in_event = 1;
 		evaluate(t, loop_now());
@@ -984,12 +1070,15 @@ static void on_dump(struct loop *l, int fd, uint32_t events, void *ctx)
 	dump_job_free(t->job);
 	t->job = NULL;
 	if (rc < 0) {
-		journal_err(t, "dump-failed", rec_rule(t, tr->fr.rule.name), err);
+		struct json_object *rec = rec_rule(t, tr->fr.rule.name);
+		context_publish(t, DUMPCTX_FAILED, err, NULL, rec);
+		journal_err(t, "dump-failed", rec, err);
 		log_error("dump of pid %d (%s) for rule %s failed: %s", (int)t->dt.pid, t->name, tr->fr.rule.name, err);
 	} else {
 		struct json_object *rec = rec_rule(t, tr->fr.rule.name);
 		t->dumps++;
 		report_dump(rec, &res, tr->fr.rule.dump_type);
+		context_publish(t, DUMPCTX_DUMP, NULL, &res, rec);
 		journal_write(t->cfg->journal, "dump", rec);
 		log_info("dump written: %s (%.1f MB in %.1f s, via %s)", res.path, (double)res.bytes / 1e6,
 		         res.duration_ms / 1e3, res.via);
@@ -1066,6 +1155,8 @@ static void on_timer(struct loop *l, void *ctx)
 		session_failed(t, err);
 		return;
 	}
+	if (t->ct && t->state == TARGET_ATTACHED && t->session && !t->job)
+		ctxtrack_tick(t->ct, session_metrics(t->session), now);
 	evaluate(t, now);
 	arm(t);
 }
@@ -1121,6 +1212,8 @@ struct target *target_new(const struct target_config *cfg, const struct target_h
 	t->op_reg.fd = t->stop_reg.fd = t->stop_stream = t->pidfd = -1;
 	loop_timer_init(&t->timer, on_timer, t);
 	discovery_process_name(&t->dt, "", t->name, sizeof(t->name));
+	/* Without memory for it, dumps go without their context. */
+	t->ct = ctxtrack_new(cfg->history_ns);
 	return t;
 }
 
@@ -1129,8 +1222,10 @@ void target_free(struct target *t)
 	if (!t)
 		return;
 	if (t->job) {
-		journal_err(t, "dump-failed", rec_rule(t, t->rules[t->job_rule].fr.rule.name),
-		            "stopped before the dump completed; the partial file was removed");
+		const char *why = "stopped before the dump completed; the partial file was removed";
+		struct json_object *rec = rec_rule(t, t->rules[t->job_rule].fr.rule.name);
+		context_publish(t, DUMPCTX_FAILED, why, NULL, rec);
+		journal_err(t, "dump-failed", rec, why);
 		loop_del(t->cfg->loop, dump_job_fd(t->job));
 		dump_job_abort(t->job);
 		t->job = NULL;
@@ -1152,6 +1247,7 @@ void target_free(struct target *t)
 		close(t->pidfd);
 	}
 	loop_timer_disarm(t->cfg->loop, &t->timer);
+	ctxtrack_free(t->ct);
 	free(t->rules);
 	free(t);
 }
@@ -1186,6 +1282,8 @@ int target_set_rules(struct target *t, struct target_rule *rules, size_t n)
 	free(t->rules);
 	t->rules = rules;
 	t->n_rules = rules ? n : 0;
+	for (size_t i = 0; t->ct && i < t->n_rules; i++)
+		ctxtrack_add_conditions(t->ct, &t->rules[i].fr.rule);
 	t->all_known = 0; /* a new rule's metrics are journaled when known */
 	if (t->n_rules == 0) {
 		t->retry_ns = 0;

@@ -532,11 +532,11 @@ static int ancestors_safe(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
-/* Opens the store and checks it: a directory of ours that no one else can
- * write. Returns the descriptor or -errno with a sentence. */
 static int open_in_root(int rootfd, const char *path, int flags);
 
-static int open_store(const char *dir, char *err, size_t errlen)
+/* Opens the store and checks it: a directory of ours that no one else can
+ * write. Returns the descriptor or -errno with a sentence. */
+int dump_open_store(const char *dir, char *err, size_t errlen)
 {
 	struct stat st;
 	uid_t me = geteuid();
@@ -874,7 +874,8 @@ static int admit(struct dump_job *job, const struct dump_request *req, char *err
 	uint64_t estimate = est.bytes;
 	job->estimate = est.bytes;
 	job->bound = est.bound;
-	r = store_admit(&s, &job->limits, estimate, &n_delete, why, sizeof(why));
+	/* The dump's context files come with it. */
+	r = store_admit(&s, &job->limits, estimate + STORE_CONTEXT_ALLOWANCE, &n_delete, why, sizeof(why));
 	if (r < 0) {
 		snprintf(err, errlen, "skipped: %s", why);
 		store_state_free(&s);
@@ -883,8 +884,9 @@ static int admit(struct dump_job *job, const struct dump_request *req, char *err
 	for (size_t i = 0; i < n_delete; i++) {
 		char path[PATH_MAX + NAME_MAX + 2];
 		snprintf(path, sizeof(path), "%s/%s", job->dir, s.entries[i].name);
-		if (unlinkat(job->store_fd, s.entries[i].name, 0) < 0 && errno != ENOENT) {
-			int e = errno;
+		r = store_delete(job->store_fd, &s.entries[i]);
+		if (r < 0) {
+			int e = -r;
 			snprintf(err, errlen, "skipped: cannot delete %s to make room: %s", path, strerror(e));
 			store_state_free(&s);
 			return -e;
@@ -1025,7 +1027,7 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	/* The runtime's own dump command unless exec was asked for: then no
 	 * file of the target's is executed by us. */
 	enum dump_via via = req->via == DUMP_VIA_EXEC ? DUMP_VIA_EXEC : DUMP_VIA_RUNTIME;
-	r = open_store(req->dir, err, errlen);
+	r = dump_open_store(req->dir, err, errlen);
 	if (r < 0) {
 		free(job);
 		return r;

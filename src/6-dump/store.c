@@ -37,13 +37,117 @@ static int cmp_age(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+void store_context_names(const char *dump_name, char *json, size_t jsonlen, char *svg, size_t svglen)
+{
+	size_t n = strlen(dump_name);
+	int stem = n > 5 && strcmp(dump_name + n - 5, ".core") == 0 ? (int)(n - 5) : (int)n;
+
+	snprintf(json, jsonlen, "%.*s.json", stem, dump_name);
+	snprintf(svg, svglen, "%.*s.svg", stem, dump_name);
+	/* A dump named like a context file keeps its own name. */
+	if (strcmp(json, dump_name) == 0)
+		snprintf(json, jsonlen, "%s.json", dump_name);
+	if (strcmp(svg, dump_name) == 0)
+		snprintf(svg, svglen, "%s.svg", dump_name);
+}
+
+/* A regular file of ours named *.json or *.svg: a context file candidate. */
+struct ctxfile {
+	char name[NAME_MAX + 1];
+	uint64_t bytes;
+	int64_t mtime_ns;
+	int taken;
+};
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a > b && strcmp(s + a - b, suffix) == 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct store_entry *)a)->name, ((const struct store_entry *)b)->name);
+}
+
+static int push(void **arr, size_t *n, size_t *cap, size_t size)
+{
+	if (*n < *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : 16;
+	void *na = realloc(*arr, c * size);
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	*cap = c;
+	return 0;
+}
+
+/* Counts each context file with its dump, and makes entries of those whose
+ * dump is not there (one per stem). */
+static int attach_context(struct store_state *out, size_t *cap, struct ctxfile *cf, size_t n_cf)
+{
+	size_t n_dumps = out->n;
+
+	if (n_dumps > 1)
+		qsort(out->entries, n_dumps, sizeof(*out->entries), cmp_name);
+	for (size_t i = 0; i < n_cf; i++) {
+		struct store_entry key;
+		size_t stem = strlen(cf[i].name) - (ends_with(cf[i].name, ".json") ? 5 : 4);
+		const char *cands[2] = {".core", ""};
+		struct store_entry *owner = NULL;
+		for (size_t c = 0; c < 2 && !owner; c++) {
+			if (snprintf(key.name, sizeof(key.name), "%.*s%s", (int)stem, cf[i].name, cands[c]) >=
+			    (int)sizeof(key.name))
+				continue;
+			owner = n_dumps ? bsearch(&key, out->entries, n_dumps, sizeof(key), cmp_name) : NULL;
+		}
+		if (!owner) {
+			/* The dump itself named "X.json": its own context is
+			 * "X.json.json". */
+			snprintf(key.name, sizeof(key.name), "%.*s", (int)stem, cf[i].name);
+			owner = n_dumps ? bsearch(&key, out->entries, n_dumps, sizeof(key), cmp_name) : NULL;
+		}
+		if (owner) {
+			owner->bytes += cf[i].bytes;
+			out->stored_bytes += cf[i].bytes;
+			cf[i].taken = 1;
+		}
+	}
+	/* The rest: one entry per stem, the newer time of its files. */
+	for (size_t i = 0; i < n_cf; i++) {
+		if (cf[i].taken)
+			continue;
+		size_t stem = strlen(cf[i].name) - (ends_with(cf[i].name, ".json") ? 5 : 4);
+		if (push((void **)&out->entries, &out->n, cap, sizeof(*out->entries)) < 0)
+			return -ENOMEM;
+		struct store_entry *e = &out->entries[out->n++];
+		memset(e, 0, sizeof(*e));
+		snprintf(e->name, sizeof(e->name), "%s", cf[i].name);
+		e->context_only = 1;
+		for (size_t k = i; k < n_cf; k++) {
+			if (cf[k].taken || strlen(cf[k].name) - (ends_with(cf[k].name, ".json") ? 5 : 4) != stem ||
+			    strncmp(cf[k].name, cf[i].name, stem) != 0)
+				continue;
+			cf[k].taken = 1;
+			e->bytes += cf[k].bytes;
+			if (cf[k].mtime_ns > e->mtime_ns)
+				e->mtime_ns = cf[k].mtime_ns;
+		}
+		out->stored_bytes += e->bytes;
+		out->n_context_only++;
+	}
+	return 0;
+}
+
 int store_scan(int dirfd, struct store_state *out)
 {
 	struct statvfs vfs;
 	DIR *d;
 	struct dirent *de;
 	int dfd;
-	size_t cap = 0;
+	size_t cap = 0, n_cf = 0, cap_cf = 0;
+	struct ctxfile *cf = NULL;
 
 	memset(out, 0, sizeof(*out));
 	if (fstatvfs(dirfd, &vfs) < 0)
@@ -60,7 +164,7 @@ int store_scan(int dirfd, struct store_state *out)
 		close(dfd);
 		return -e;
 	}
-	while ((de = readdir(d)) != NULL && out->n < STORE_SCAN_MAX) {
+	while ((de = readdir(d)) != NULL && out->n + n_cf < STORE_SCAN_MAX) {
 		struct stat st;
 		int fd;
 
@@ -68,6 +172,19 @@ int store_scan(int dirfd, struct store_state *out)
 			continue;
 		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
 			continue;
+		if (ends_with(de->d_name, ".json") || ends_with(de->d_name, ".svg")) {
+			if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+			    st.st_uid != geteuid())
+				continue;
+			if (push((void **)&cf, &n_cf, &cap_cf, sizeof(*cf)) < 0)
+				goto nomem;
+			struct ctxfile *c = &cf[n_cf++];
+			snprintf(c->name, sizeof(c->name), "%s", de->d_name);
+			c->bytes = (uint64_t)st.st_blocks * 512;
+			c->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+			c->taken = 0;
+			continue;
+		}
 		fd = openat(dirfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 		if (fd < 0)
 			continue;
@@ -76,27 +193,138 @@ int store_scan(int dirfd, struct store_state *out)
 			continue;
 		}
 		close(fd);
-		if (out->n == cap) {
-			size_t c = cap ? cap * 2 : 16;
-			struct store_entry *ne = realloc(out->entries, c * sizeof(*ne));
-			if (!ne) {
-				closedir(d);
-				store_state_free(out);
-				return -ENOMEM;
-			}
-			out->entries = ne;
-			cap = c;
-		}
+		if (push((void **)&out->entries, &out->n, &cap, sizeof(*out->entries)) < 0)
+			goto nomem;
 		struct store_entry *e = &out->entries[out->n++];
+		memset(e, 0, sizeof(*e));
 		snprintf(e->name, sizeof(e->name), "%s", de->d_name);
 		e->bytes = (uint64_t)st.st_blocks * 512;
 		e->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 		out->stored_bytes += e->bytes;
 	}
 	closedir(d);
+	d = NULL;
+	if (attach_context(out, &cap, cf, n_cf) < 0)
+		goto nomem;
+	free(cf);
 	if (out->n > 1)
 		qsort(out->entries, out->n, sizeof(*out->entries), cmp_age);
 	return 0;
+nomem:
+	if (d)
+		closedir(d);
+	free(cf);
+	store_state_free(out);
+	return -ENOMEM;
+}
+
+int store_delete(int dirfd, const struct store_entry *e)
+{
+	char json[NAME_MAX + 8], svg[NAME_MAX + 8];
+	int r = 0;
+
+	if (e->context_only) {
+		size_t stem = strlen(e->name) - (ends_with(e->name, ".json") ? 5 : 4);
+		snprintf(json, sizeof(json), "%.*s.json", (int)stem, e->name);
+		snprintf(svg, sizeof(svg), "%.*s.svg", (int)stem, e->name);
+	} else {
+		if (unlinkat(dirfd, e->name, 0) < 0 && errno != ENOENT)
+			return -errno;
+		store_context_names(e->name, json, sizeof(json), svg, sizeof(svg));
+	}
+	if (unlinkat(dirfd, json, 0) < 0 && errno != ENOENT)
+		r = -errno;
+	if (unlinkat(dirfd, svg, 0) < 0 && errno != ENOENT && r == 0)
+		r = -errno;
+	return r;
+}
+
+/* Writes one file of the context as ".NAME.partial"; 0 or -errno. */
+static int put_partial(int dirfd, const char *tmp, const char *data, size_t len, uid_t uid, gid_t gid, mode_t mode)
+{
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		/* Left by a crash: ours (the store is writable by us only). */
+		unlinkat(dirfd, tmp, 0);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
+	if (fd < 0)
+		return -errno;
+	int r = 0;
+	for (size_t off = 0; off < len && r == 0;) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			r = w < 0 ? -errno : -EIO;
+		else
+			off += (size_t)w;
+	}
+	if (r == 0 && (uid != geteuid() || gid != getegid()) && fchown(fd, uid, gid) < 0)
+		r = -errno;
+	if (r == 0 && fchmod(fd, mode) < 0)
+		r = -errno;
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	if (r < 0)
+		unlinkat(dirfd, tmp, 0);
+	return r;
+}
+
+int store_put_context(int dirfd, const char *dump_name, const struct store_limits *l, const char *json, size_t jsonlen,
+                      const char *svg, size_t svglen, char *err, size_t errlen)
+{
+	char jname[NAME_MAX + 8], sname[NAME_MAX + 8], jtmp[NAME_MAX + 20], stmp[NAME_MAX + 20];
+	struct statvfs vfs;
+	struct stat st;
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	mode_t mode = 0600;
+	int r;
+
+	store_context_names(dump_name, jname, sizeof(jname), sname, sizeof(sname));
+	if (strlen(jname) > NAME_MAX || strlen(sname) > NAME_MAX) {
+		snprintf(err, errlen, "the context files of %s would have names longer than %d bytes", dump_name,
+		         NAME_MAX);
+		return -ENAMETOOLONG;
+	}
+	if (l && fstatvfs(dirfd, &vfs) == 0) {
+		char why[512];
+		r = store_check_free((uint64_t)vfs.f_blocks * vfs.f_frsize, (uint64_t)vfs.f_bavail * vfs.f_frsize, l,
+		                     jsonlen + svglen, "the dump file system", why, sizeof(why));
+		if (r < 0) {
+			snprintf(err, errlen, "context files not written: %s", why);
+			return r;
+		}
+	}
+	/* The owner and mode of the dump, when it is there. */
+	if (fstatat(dirfd, dump_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+		uid = st.st_uid;
+		gid = st.st_gid;
+		mode = st.st_mode & 0666;
+	}
+	snprintf(jtmp, sizeof(jtmp), ".%s.partial", jname);
+	snprintf(stmp, sizeof(stmp), ".%s.partial", sname);
+	r = put_partial(dirfd, jtmp, json, jsonlen, uid, gid, mode);
+	if (r == 0) {
+		r = put_partial(dirfd, stmp, svg, svglen, uid, gid, mode);
+		if (r < 0)
+			unlinkat(dirfd, jtmp, 0);
+	}
+	if (r == 0 && renameat(dirfd, jtmp, dirfd, jname) < 0) {
+		r = -errno;
+		unlinkat(dirfd, jtmp, 0);
+		unlinkat(dirfd, stmp, 0);
+	}
+	if (r == 0 && renameat(dirfd, stmp, dirfd, sname) < 0) {
+		r = -errno;
+		unlinkat(dirfd, jname, 0);
+		unlinkat(dirfd, stmp, 0);
+	}
+	if (r < 0)
+		snprintf(err, errlen, "context files of %s not written: %s", dump_name, strerror(-r));
+	return r;
 }
 
 void store_state_free(struct store_state *s)
@@ -168,20 +396,27 @@ int store_admit(const struct store_state *s, const struct store_limits *l, uint6
 	char first[512];
 
 	*ret_n_delete = 0;
-	if (!violation(s, l, estimate, free_bytes, stored, s->n, first, sizeof(first)))
+	size_t dumps = s->n - s->n_context_only;
+
+	if (!violation(s, l, estimate, free_bytes, stored, dumps, first, sizeof(first)))
 		return 0;
 	if (l->delete_oldest) {
-		/* Deleting a dump gives back what it takes on disk. */
+		/* Deleting a dump gives back what it takes on disk, with its
+		 * context files; context files of a dump that was not taken go
+		 * in their turn. */
 		while (k < s->n) {
 			free_bytes += s->entries[k].bytes;
 			stored -= s->entries[k].bytes;
+			if (!s->entries[k].context_only)
+				dumps--;
 			k++;
-			if (!violation(s, l, estimate, free_bytes, stored, s->n - k, why, whylen)) {
+			if (!violation(s, l, estimate, free_bytes, stored, dumps, why, whylen)) {
 				*ret_n_delete = k;
 				return 0;
 			}
 		}
-		snprintf(why, whylen, "%s; deleting all %zu stored dump(s) would not be enough", first, s->n);
+		snprintf(why, whylen, "%s; deleting all %zu stored dump(s) would not be enough", first,
+		         s->n - s->n_context_only);
 		return -ENOSPC;
 	}
 	snprintf(why, whylen, "%s", first);

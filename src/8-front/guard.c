@@ -261,6 +261,8 @@ static void apply_rules(struct proc *p)
 			continue;
 		struct target_rule *gr = &nr[n++];
 		gr->fr = *fr;
+		if (ruleset_rule_path(g->rs, fr, gr->file, sizeof(gr->file)) < 0)
+			gr->file[0] = '\0';
 		gr->hash = ruleset_rule_hash(fr);
 		eval_init(&gr->st);
 		int carried = 0;
@@ -674,6 +676,7 @@ int guard_run(const struct guard_options *o)
 	    .dump_timeout_ns = o->dump_timeout_ns,
 	    .createdump = o->createdump,
 	    .counter_interval_sec = o->counter_interval_sec,
+	    .history_ns = o->history_ns,
 	    .verbose = o->verbose,
 	    .pid_prefix = 1,
 	    .retry = 1,

@@ -65,7 +65,7 @@ static int dump_via_parse(const char *text, enum dump_via *out)
 static void usage(FILE *f)
 {
 	char record_duration[32], view_interval[32], cooldown[32], counter_interval[32], dump_timeout[32], min_free[32],
-	    stop_timeout[32], rule_cooldown[32];
+	    stop_timeout[32], rule_cooldown[32], history[32];
 
 	units_format_duration(DW_DEFAULT_RECORD_DURATION_NS, record_duration, sizeof(record_duration));
 	units_format_duration(DW_DEFAULT_VIEW_INTERVAL_NS, view_interval, sizeof(view_interval));
@@ -75,6 +75,7 @@ static void usage(FILE *f)
 	units_format(DW_DEFAULT_MIN_FREE_PCT, UNIT_PERCENT, min_free, sizeof(min_free));
 	units_format_duration(DW_DEFAULT_STOP_TIMEOUT_NS, stop_timeout, sizeof(stop_timeout));
 	units_format_duration(DW_DEFAULT_RULE_COOLDOWN_NS, rule_cooldown, sizeof(rule_cooldown));
+	units_format_duration(DW_DEFAULT_HISTORY_NS, history, sizeof(history));
 	fprintf(
 	    f,
 	    "usage: dumpwatch PID MB                      dump PID when its GC heap passes MB megabytes, then exit\n"
@@ -118,6 +119,8 @@ static void usage(FILE *f)
 	    "      --store-max-size SIZE  at most this much in stored dumps (default no limit)\n"
 	    "      --store-max-count N  at most N stored dumps (default no limit)\n"
 	    "      --store-full skip|delete-oldest  when a dump would break those (default skip)\n"
+	    "      --history DURATION   metric history shown in each dump's context files NAME.json and\n"
+	    "                           NAME.svg beside it (default %s; 1s to 1h)\n"
 	    "      --launcher ID|off    show dumps on the desktop launcher entry ID (default %s; a sudo run\n"
 	    "                           shows them to the user who ran sudo)%s\n"
 	    "  -v, --verbose            print metrics as they arrive\n"
@@ -135,7 +138,7 @@ static void usage(FILE *f)
 	    "\n",
 	    record_duration, view_interval, DW_DEFAULT_DUMP_DIR, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE),
 	    dump_via_name(DW_DEFAULT_DUMP_VIA), DW_DEFAULT_MAX_DUMPS, cooldown, counter_interval, dump_timeout,
-	    min_free, LAUNCHER_DEFAULT_ID, launcher_built_in() ? "" : "; not built in", DW_DEFAULT_MAX_DUMPS,
+	    min_free, history, LAUNCHER_DEFAULT_ID, launcher_built_in() ? "" : "; not built in", DW_DEFAULT_MAX_DUMPS,
 	    rule_cooldown, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE), stop_timeout);
 	exit_codes_print(f);
 }
@@ -480,7 +483,7 @@ struct cli {
 	const char *launcher; /* --launcher; NULL: not given */
 	enum dump_via via;
 	int verbose;
-	int64_t counter_interval_ns, stop_timeout_ns, dump_timeout_ns;
+	int64_t counter_interval_ns, stop_timeout_ns, dump_timeout_ns, history_ns;
 	struct store_limits store;
 	const char *socket_dirs[GUARD_SOCKET_DIRS_MAX];
 	size_t n_socket_dirs;
@@ -506,6 +509,7 @@ enum {
 	OPT_STORE_MAX_SIZE,
 	OPT_STORE_MAX_COUNT,
 	OPT_STORE_FULL,
+	OPT_HISTORY,
 	OPT_CREATEDUMP,
 	OPT_ALLOW_DUMP_DIR,
 	OPT_LAUNCHER
@@ -631,6 +635,13 @@ static int cli_option(struct cli *c, int opt, const char *arg)
 			return -EINVAL;
 		c->store.max_count = (uint32_t)n;
 		return 0;
+	case OPT_HISTORY:
+		if (units_parse_duration(arg, &c->history_ns, err, sizeof(err)) < 0 || c->history_ns < DW_NS_PER_SEC ||
+		    c->history_ns > DW_HISTORY_MAX_NS) {
+			log_error("--history takes a duration from 1s to 1h, such as 5m; not \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
 	case OPT_STORE_FULL:
 		if (strcmp(arg, "skip") == 0)
 			c->store.delete_oldest = 0;
@@ -686,6 +697,7 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	                                     {"store-max-size", required_argument, NULL, OPT_STORE_MAX_SIZE},
 	                                     {"store-max-count", required_argument, NULL, OPT_STORE_MAX_COUNT},
 	                                     {"store-full", required_argument, NULL, OPT_STORE_FULL},
+	                                     {"history", required_argument, NULL, OPT_HISTORY},
 	                                     {"allow-dump-dir", required_argument, NULL, OPT_ALLOW_DUMP_DIR},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, OPT_VERSION},
@@ -696,6 +708,7 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	c->rule.dump_type = DW_DEFAULT_DUMP_TYPE;
 	c->max_dumps = DW_DEFAULT_MAX_DUMPS;
 	c->cooldown_ns = DW_DEFAULT_WATCH_COOLDOWN_NS;
+	c->history_ns = DW_DEFAULT_HISTORY_NS;
 	c->dump_dir = DW_DEFAULT_DUMP_DIR;
 	c->via = DW_DEFAULT_DUMP_VIA;
 	c->counter_interval_ns = DW_DEFAULT_COUNTER_INTERVAL_NS;
@@ -786,6 +799,7 @@ static int guard_options_from_cli(const struct cli *c, struct guard_options *go)
 	go->state_dir = sdir[0] ? sdir : NULL;
 	go->via = c->via;
 	go->counter_interval_sec = (uint32_t)(c->counter_interval_ns / DW_NS_PER_SEC);
+	go->history_ns = c->history_ns;
 	go->verbose = c->verbose;
 	go->stop_timeout_ns = c->stop_timeout_ns;
 	for (size_t i = 0; i < c->n_socket_dirs; i++)
@@ -894,6 +908,7 @@ static int run_watch(struct cli *c)
 	o.journal_path = c->journal;
 	o.verbose = c->verbose;
 	o.counter_interval_sec = (uint32_t)(c->counter_interval_ns / DW_NS_PER_SEC);
+	o.history_ns = c->history_ns;
 	o.store = c->store;
 	o.dump_timeout_ns = c->dump_timeout_ns;
 	o.createdump = c->createdump;

@@ -254,6 +254,7 @@ int watch_run(const struct watch_options *o)
 	    .dump_timeout_ns = o->dump_timeout_ns,
 	    .createdump = o->createdump,
 	    .counter_interval_sec = o->counter_interval_sec,
+	    .history_ns = o->history_ns,
 	    .verbose = o->verbose,
 	};
 	w.t = w.loop ? target_new(&w.cfg, &watch_hooks, &w, &dt) : NULL;

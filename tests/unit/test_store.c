@@ -17,11 +17,12 @@
 #define MB (1000ull * 1000)
 #define GB (1000ull * MB)
 
-static struct store_entry entries[3] = {{"a.core", 100 * MB, 1}, {"b.core", 200 * MB, 2}, {"c.core", 300 * MB, 3}};
+static struct store_entry entries[3] = {
+    {"a.core", 100 * MB, 1, 0}, {"b.core", 200 * MB, 2, 0}, {"c.core", 300 * MB, 3, 0}};
 
 static struct store_state state(uint64_t fs, uint64_t free_bytes)
 {
-	struct store_state s = {fs, free_bytes, entries, 3, 600 * MB};
+	struct store_state s = {fs, free_bytes, entries, 3, 600 * MB, 0};
 	return s;
 }
 
@@ -132,6 +133,89 @@ static void test_scan(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		unlinkat(dfd, names[i], 0);
 	unlinkat(dfd, "sub.core", AT_REMOVEDIR);
+	close(dfd);
+	CHECK(rmdir(dir) == 0);
+}
+
+/* Context files: named after their dump; counted with it; on their own when
+ * the dump was not taken (not a dump for the count, but deleted oldest first
+ * like one); deleted with their dump; written with the dump's owner and
+ * mode, never through a link. */
+static void test_context(void)
+{
+	char j[NAME_MAX + 8], v[NAME_MAX + 8];
+	store_context_names("app-1-r-20261123T101010.000Z.core", j, sizeof(j), v, sizeof(v));
+	CHECK_STR(j, "app-1-r-20261123T101010.000Z.json");
+	CHECK_STR(v, "app-1-r-20261123T101010.000Z.svg");
+	store_context_names("app.dmp", j, sizeof(j), v, sizeof(v));
+	CHECK_STR(j, "app.dmp.json");
+	CHECK_STR(v, "app.dmp.svg");
+	store_context_names("x.json", j, sizeof(j), v, sizeof(v));
+	CHECK_STR(j, "x.json.json");
+	CHECK_STR(v, "x.json.svg");
+
+	char dir[] = "/tmp/dw-store.XXXXXX";
+	struct store_state s;
+	char err[512];
+	CHECK(mkdtemp(dir) != NULL);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	CHECK(dfd >= 0);
+	write_file(dfd, "a.core", 1, 8192, 1000);
+	write_file(dfd, "b.core", 1, 8192, 3000);
+	CHECK(store_put_context(dfd, "a.core", NULL, "{\"a\":1}", 7, "<svg/>", 6, err, sizeof(err)) == 0);
+	CHECK(store_put_context(dfd, "skipped.core", NULL, "{}", 2, "<svg/>", 6, err, sizeof(err)) == 0);
+	struct timespec ts[2] = {{2000, 0}, {2000, 0}};
+	CHECK(utimensat(dfd, "skipped.json", ts, 0) == 0 && utimensat(dfd, "skipped.svg", ts, 0) == 0);
+	CHECK(utimensat(dfd, "a.json", ts, 0) == 0);
+	struct stat st;
+	CHECK(fstatat(dfd, "a.json", &st, 0) == 0 && (st.st_mode & 07777) == 0600 && st.st_uid == geteuid());
+	CHECK(fchmodat(dfd, "b.core", 0640, 0) == 0);
+	CHECK(store_put_context(dfd, "b.core", NULL, "{}", 2, "<svg/>", 6, err, sizeof(err)) == 0);
+	CHECK(fstatat(dfd, "b.svg", &st, 0) == 0 && (st.st_mode & 07777) == 0640);
+	CHECK(faccessat(dfd, ".a.json.partial", F_OK, 0) < 0);
+	/* A link in the place of a context file is replaced, not followed. */
+	CHECK(symlinkat("/tmp/dw-store-not-there", dfd, "c.json") == 0);
+	write_file(dfd, "c.core", 1, 4096, 4000);
+	CHECK(store_put_context(dfd, "c.core", NULL, "{}", 2, "<svg/>", 6, err, sizeof(err)) == 0);
+	CHECK(fstatat(dfd, "c.json", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode));
+	CHECK(access("/tmp/dw-store-not-there", F_OK) < 0);
+	/* A free-space minimum no file system here keeps. */
+	struct store_limits l = {.min_free_pct = 100};
+	CHECK(store_put_context(dfd, "d.core", &l, "{}", 2, "<svg/>", 6, err, sizeof(err)) == -ENOSPC);
+	CHECK(strstr(err, "context files not written") != NULL);
+
+	CHECK(store_scan(dfd, &s) == 0);
+	CHECK_MSG(s.n == 4, "%zu entries", s.n);
+	CHECK(s.n_context_only == 1);
+	if (s.n == 4) {
+		CHECK_STR(s.entries[0].name, "a.core");
+		CHECK(!s.entries[0].context_only && s.entries[0].bytes >= 8192 + 2 * 512);
+		CHECK(s.entries[1].context_only);
+		CHECK(strncmp(s.entries[1].name, "skipped.", 8) == 0);
+		CHECK_STR(s.entries[2].name, "b.core");
+		uint64_t sum = 0;
+		for (size_t i = 0; i < s.n; i++)
+			sum += s.entries[i].bytes;
+		CHECK(s.stored_bytes == sum);
+		/* Room for one more dump of at most 3: the context-only entry
+		 * does not count, so nothing need go. */
+		struct store_limits lc = {.max_count = 4, .delete_oldest = 1};
+		size_t nd = 99;
+		CHECK(store_admit(&s, &lc, 1, &nd, err, sizeof(err)) == 0 && nd == 0);
+		/* At most 2: a.core, then the skipped context, then b.core. */
+		lc.max_count = 2;
+		CHECK(store_admit(&s, &lc, 1, &nd, err, sizeof(err)) == 0 && nd == 3);
+		CHECK(store_delete(dfd, &s.entries[0]) == 0);
+		CHECK(store_delete(dfd, &s.entries[1]) == 0);
+	}
+	store_state_free(&s);
+	CHECK(faccessat(dfd, "a.core", F_OK, 0) < 0 && faccessat(dfd, "a.json", F_OK, 0) < 0 &&
+	      faccessat(dfd, "a.svg", F_OK, 0) < 0);
+	CHECK(faccessat(dfd, "skipped.json", F_OK, 0) < 0 && faccessat(dfd, "skipped.svg", F_OK, 0) < 0);
+	CHECK(faccessat(dfd, "b.json", F_OK, 0) == 0);
+	const char *names[] = {"b.core", "b.json", "b.svg", "c.core", "c.json", "c.svg"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		CHECK(unlinkat(dfd, names[i], 0) == 0);
 	close(dfd);
 	CHECK(rmdir(dir) == 0);
 }
@@ -343,6 +427,7 @@ int main(void)
 	test_check_free();
 	test_admit();
 	test_scan();
+	test_context();
 	test_estimate();
 	return check_done();
 }

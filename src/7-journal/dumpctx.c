@@ -1,0 +1,198 @@
+/* The context of a dump as JSON; see dumpctx.h. Times in the history and the
+ * GC records are milliseconds relative to the fire (negative before it), so
+ * a reader sees at once how long before the dump something happened; the
+ * fire itself is given in wall-clock milliseconds. */
+#include "dumpwatch/dumpctx.h"
+
+#include <math.h>
+
+#include "dumpwatch/defaults.h"
+#include "dumpwatch/report.h"
+#include "dumpwatch/units.h"
+
+const char *dumpctx_outcome_name(enum dumpctx_outcome o)
+{
+	switch (o) {
+	case DUMPCTX_DUMP:
+		return "dump";
+	case DUMPCTX_SKIPPED:
+		return "skipped";
+	case DUMPCTX_FAILED:
+		return "failed";
+	}
+	return "failed";
+}
+
+static const char *op_name(enum cond_op op)
+{
+	switch (op) {
+	case COND_GT:
+		return ">";
+	case COND_GE:
+		return ">=";
+	case COND_LT:
+		return "<";
+	case COND_LE:
+		return "<=";
+	}
+	return "?";
+}
+
+static struct json_object *str_or_null(const char *s)
+{
+	return s ? json_object_new_string(s) : NULL;
+}
+
+/* A value as stored in the history: 7 significant digits is all a float has. */
+static struct json_object *val7(double v)
+{
+	char buf[32];
+	snprintf(buf, sizeof(buf), "%.7g", v);
+	return json_object_new_double_s(v, buf);
+}
+
+static struct json_object *unix_ms(int64_t ns)
+{
+	return ns ? json_object_new_int64(ns / 1000000) : NULL;
+}
+
+static struct json_object *rel_ms(int64_t t_ns, int64_t fire_ns)
+{
+	return report_num((double)(t_ns - fire_ns) / 1e6, 1);
+}
+
+static struct json_object *rule_json(const struct dumpctx_input *in)
+{
+	const struct file_rule *fr = in->rule;
+	struct json_object *o = json_object_new_object(), *conds = json_object_new_array();
+
+	json_object_object_add(o, "name", json_object_new_string(fr->rule.name));
+	json_object_object_add(o, "description", json_object_new_string(fr->description));
+	json_object_object_add(o, "file", str_or_null(in->rule_file));
+	json_object_object_add(o, "line", in->rule_file && fr->line > 0 ? json_object_new_int(fr->line) : NULL);
+	json_object_object_add(o, "dump_type", json_object_new_string(rule_dump_type_name(fr->rule.dump_type)));
+	for (uint32_t i = 0; i < fr->rule.n_conds && i < RULE_MAX_CONDS; i++) {
+		const struct rule_cond *c = &fr->rule.conds[i];
+		struct json_object *j = json_object_new_object();
+		json_object_object_add(j, "text", json_object_new_string(c->text));
+		json_object_object_add(j, "metric", json_object_new_string(c->metric.name));
+		json_object_object_add(j, "op", json_object_new_string(op_name(c->op)));
+		json_object_object_add(j, "threshold", report_num(c->threshold, -1));
+		json_object_object_add(j, "unit", json_object_new_string(units_name(c->metric.unit)));
+		json_object_object_add(j, "for_ms", json_object_new_int64(c->for_ns / 1000000));
+		json_object_object_add(j, "value", in->read[i] ? report_num(in->value[i], -1) : NULL);
+		json_object_object_add(j, "at_least", json_object_new_boolean(in->read[i] == 2));
+		json_object_array_add(conds, j);
+	}
+	json_object_object_add(o, "conditions", conds);
+	return o;
+}
+
+static struct json_object *dump_json(const struct dumpctx_input *in)
+{
+	struct json_object *o = json_object_new_object();
+	char path[PATH_MAX + NAME_MAX + 2];
+
+	snprintf(path, sizeof(path), "%s/%s", in->dump_dir, in->dump_name);
+	json_object_object_add(o, "file", json_object_new_string(in->dump_name));
+	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "bytes", in->dump_bytes >= 0 ? json_object_new_int64(in->dump_bytes) : NULL);
+	json_object_object_add(o, "started_unix_ms", unix_ms(in->dump_start_unix_ns));
+	json_object_object_add(o, "ended_unix_ms", unix_ms(in->dump_end_unix_ns));
+	json_object_object_add(o, "duration_ms",
+	                       in->dump_duration_ms >= 0 ? report_num(in->dump_duration_ms, 1) : NULL);
+	json_object_object_add(o, "via", str_or_null(in->via));
+	return o;
+}
+
+static struct json_object *process_json(const struct dumpctx_input *in)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "pid", json_object_new_int(in->pid));
+	json_object_object_add(o, "name", json_object_new_string(in->process_name ? in->process_name : ""));
+	json_object_object_add(o, "cmdline", json_object_new_string(in->cmdline ? in->cmdline : ""));
+	json_object_object_add(o, "uid", json_object_new_int64((int64_t)in->uid));
+	json_object_object_add(o, "user", str_or_null(in->user));
+	json_object_object_add(o, "runtime_version",
+	                       json_object_new_string(in->runtime_version ? in->runtime_version : ""));
+	return o;
+}
+
+static struct json_object *history_json(const struct dumpctx_input *in)
+{
+	struct json_object *o = json_object_new_object(), *series = json_object_new_array();
+	const struct history *h = in->history;
+
+	json_object_object_add(o, "window_ms", json_object_new_int64(h ? history_window_ns(h) / 1000000 : 0));
+	json_object_object_add(o, "slot_ms", json_object_new_int64(h ? history_slot_ns(h) / 1000000 : 0));
+	for (size_t i = 0; h && i < history_n_series(h); i++) {
+		enum unit_kind unit;
+		const char *key = history_series_key(h, i, &unit);
+		size_t n = history_count(h, i);
+		if (n == 0)
+			continue;
+		struct json_object *s = json_object_new_object(), *pts = json_object_new_array_ext((int)n);
+		json_object_object_add(s, "metric", json_object_new_string(key));
+		json_object_object_add(s, "unit", json_object_new_string(units_name(unit)));
+		for (size_t k = 0; k < n; k++) {
+			struct history_point p;
+			if (history_get(h, i, k, &p) < 0)
+				break;
+			struct json_object *pt = json_object_new_array_ext(4);
+			json_object_array_add(pt, report_num(round((double)(p.t_ns - in->fire_ns) / 1e6), 0));
+			json_object_array_add(pt, val7(p.last));
+			json_object_array_add(pt, val7(p.min));
+			json_object_array_add(pt, val7(p.max));
+			json_object_array_add(pts, pt);
+		}
+		json_object_object_add(s, "points", pts);
+		json_object_array_add(series, s);
+	}
+	json_object_object_add(o, "series", series);
+	return o;
+}
+
+static struct json_object *gcs_json(const struct dumpctx_input *in)
+{
+	struct json_object *a = json_object_new_array();
+	static const char *const gens[5] = {"gen0", "gen1", "gen2", "loh", "poh"};
+
+	for (size_t i = 0; i < in->n_gcs; i++) {
+		const struct gc_record *g = &in->gcs[i];
+		struct json_object *j = json_object_new_object(), *sz = json_object_new_object();
+		json_object_object_add(j, "index", json_object_new_int64(g->index));
+		json_object_object_add(j, "generation", json_object_new_int64(g->generation));
+		json_object_object_add(j, "reason", json_object_new_string(gcrec_reason_name(g->reason)));
+		json_object_object_add(j, "type", json_object_new_string(gcrec_type_name(g->type)));
+		json_object_object_add(j, "start_ms", g->start_ns ? rel_ms(g->start_ns, in->fire_ns) : NULL);
+		json_object_object_add(j, "end_ms", g->end_ns ? rel_ms(g->end_ns, in->fire_ns) : NULL);
+		json_object_object_add(j, "pause_ms", g->pause_ms >= 0 ? report_num(g->pause_ms, 3) : NULL);
+		for (int k = 0; k < 5; k++)
+			json_object_object_add(sz, gens[k], json_object_new_int64((int64_t)g->size[k]));
+		json_object_object_add(j, "sizes", sz);
+		json_object_object_add(j, "complete", json_object_new_boolean(g->complete));
+		json_object_array_add(a, j);
+	}
+	return a;
+}
+
+struct json_object *dumpctx_build(const struct dumpctx_input *in)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "dumpwatch_context", json_object_new_int(DUMPCTX_VERSION));
+	json_object_object_add(o, "dumpwatch_version", json_object_new_string(DW_VERSION));
+	json_object_object_add(o, "outcome", json_object_new_string(dumpctx_outcome_name(in->outcome)));
+	if (in->outcome != DUMPCTX_DUMP)
+		json_object_object_add(o, "error", json_object_new_string(in->error ? in->error : ""));
+	json_object_object_add(o, "fired_unix_ms", json_object_new_int64(in->fire_unix_ns / 1000000));
+	json_object_object_add(o, "rule", rule_json(in));
+	json_object_object_add(o, "dump", dump_json(in));
+	json_object_object_add(o, "process", process_json(in));
+	json_object_object_add(o, "history", history_json(in));
+	json_object_object_add(o, "gcs", gcs_json(in));
+	return o;
+}

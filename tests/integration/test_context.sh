@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Every dump explains itself. A real MemSpike whose process name and command
+# line hold markup and quotes spikes its LOH past a sustained rule four times
+# under the guard, with room for three dumps: three dumps, each with NAME.json
+# (valid against examples/dump-context.schema.json, its history showing
+# loh-size crossing the threshold a sustain window before the fire, the rule's
+# file and line, the process as it named itself) and NAME.svg (well-formed
+# XML), with the dump's owner and mode, named in the journal's dump record;
+# the fourth skipped, with its context all the same. Restarted with
+# delete-oldest, a fifth spike removes the oldest dump with its context
+# files. `dumpwatch show` explains a dump in text; `dumpwatch report` writes
+# one page for the store, which headless Chromium renders (not blank, the
+# rule's name in it, the hostile names as text and no element they smuggle
+# in), as it does the SVG.
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+CHECK_RENDER="$DW_SOURCE_DIR/tests/tools/render_check.py"
+SCHEMA="$DW_SOURCE_DIR/examples/dump-context.schema.json"
+command -v chromium >/dev/null || fail "chromium is not installed (scripts/setup.sh installs it)"
+command -v xmllint >/dev/null || fail "xmllint is not installed (scripts/setup.sh installs libxml2-utils)"
+
+# The process names itself after the link it is started through.
+NAME='<i>"x'"'"'&y'
+mkdir -p "$T/bin"
+ln -s "$APP" "$T/bin/$NAME"
+TAG="ctx$$<b>\"q'&"
+APP="$T/bin/$NAME" start_tagged "$TAG"
+P=${APP_PIDS[$TAG]}
+[ "$(cat /proc/$P/comm)" = "$NAME" ] || fail "the process is named '$(cat /proc/$P/comm)', not '$NAME'"
+
+cat >"$RULES/ctx.json" <<JSON
+{ "name": "ctx-spike", "description": "<img src=x onerror=alert(1)> and \"quotes\"",
+  "process": { "cmdline": "*--tag ctx$$*" }, "when": "loh-size > 300MB for 1s",
+  "dump": { "type": "triage" }, "limits": { "max-dumps": 10, "cooldown": "1s" } }
+JSON
+start_guard --store-max-count 3 --history 2m
+wait_journal attach 1 15 "\"pid\":$P" || fail "not attached"
+spike() {
+	tagged_cmd "$TAG" "sleep 1500"
+	tagged_cmd "$TAG" "loh 400"
+	tagged_cmd "$TAG" "sleep 2500"
+	tagged_cmd "$TAG" "release"
+	tagged_cmd "$TAG" "gc 2"
+	tagged_cmd "$TAG" "mark $1"
+	wait_tagged_done "$TAG" "mark $1" 30
+}
+for i in 1 2 3; do
+	spike "$i"
+	wait_journal dump "$i" 30 "\"pid\":$P" || fail "dump $i not taken"
+done
+spike 4
+wait_journal dump-skipped 1 30 "\"pid\":$P" || fail "the fourth dump was not skipped"
+[ "$(dumps_of "$P")" -eq 3 ] || fail "expected three dumps, found $(dumps_of "$P")"
+
+# The dump records name both files, which are there with the dump's owner and mode.
+grep '"event":"dump"' "$JOURNAL" >"$T/dumps.jsonl"
+while read -r rec; do
+	core=$(jq -r .path <<<"$rec")
+	ctx=$(jq -r .context <<<"$rec")
+	plot=$(jq -r .plot <<<"$rec")
+	[ "$ctx" = "${core%.core}.json" ] || fail "dump record names context $ctx for $core"
+	[ "$plot" = "${core%.core}.svg" ] || fail "dump record names plot $plot for $core"
+	for f in "$ctx" "$plot"; do
+		[ -f "$f" ] || fail "$f missing"
+		[ "$(stat -c %u:%g:%a "$f")" = "$(stat -c %u:%g:%a "$core")" ] ||
+			fail "$f is $(stat -c %u:%g:%a "$f"), its dump $(stat -c %u:%g:%a "$core")"
+	done
+	xmllint --noout "$plot" || fail "$plot is not well-formed XML"
+	check_dump --type triage "$core" "$P"
+done <"$T/dumps.jsonl"
+[ "$(find "$DUMPS" -name '.*.partial' | wc -l)" -eq 0 ] || fail "partial files left"
+
+# The skipped dump's context: what would have been dumped, and why not.
+skipped=$(grep '"event":"dump-skipped"' "$JOURNAL" | head -1 | jq -r .context)
+[ -f "$skipped" ] || fail "the skipped dump has no context ($skipped)"
+[ "$(jq -r .outcome "$skipped")" = skipped ] || fail "outcome of $skipped: $(jq -r .outcome "$skipped")"
+jq -r .error "$skipped" | grep_q -- "--store-max-count 3" || fail "the skipped context lacks the reason"
+[ "$(jq -r .dump.bytes "$skipped")" = null ] || fail "a skipped dump has bytes"
+
+# Each context: valid by the schema; the rule where it was written; the process as it named itself.
+for ctx in "$DUMPS"/*.json; do
+	$PY - "$SCHEMA" "$ctx" <<'EOF' || fail "$ctx does not follow the schema"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))
+EOF
+	[ "$(jq -r .rule.file "$ctx")" = "$RULES/ctx.json" ] || fail "rule file in $ctx: $(jq -r .rule.file "$ctx")"
+	[ "$(jq -r .rule.line "$ctx")" = 1 ] || fail "rule line in $ctx: $(jq -r .rule.line "$ctx")"
+	[ "$(jq -r .process.name "$ctx")" = "$NAME" ] || fail "process name in $ctx: $(jq -r .process.name "$ctx")"
+	jq -r .process.cmdline "$ctx" | grep_q -F -- "--tag $TAG" || fail "command line in $ctx: $(jq -r .process.cmdline "$ctx")"
+	[ "$(jq -r .process.pid "$ctx")" = "$P" ] || fail "pid in $ctx"
+done
+
+# The history of loh-size: under 300 MB before the spike, over it for the
+# whole sustain window, and the fire's slot over it; the value that fired
+# it over it too; the GCs of the process before the fire.
+first=$(jq -r .context "$T/dumps.jsonl" | head -1)
+$PY - "$first" <<'EOF' || fail "the history of $first does not show the crossing: $(jq -c '.history.series[] | select(.metric=="loh-size") | .points' "$first")"
+import json, sys
+c = json.load(open(sys.argv[1]))
+cond = c["rule"]["conditions"][0]
+thr, sustain, slot = cond["threshold"], cond["for_ms"], c["history"]["slot_ms"]
+assert cond["metric"] == "loh-size" and thr == 300e6 and sustain == 1000, cond
+assert cond["value"] > thr, cond
+pts = next(s["points"] for s in c["history"]["series"] if s["metric"] == "loh-size")
+before = [p for p in pts if p[0] <= 0]
+assert any(p[3] < thr for p in before if p[0] < -sustain - slot), "never under the threshold before"
+held = [p for p in before if p[0] >= -sustain + slot]
+assert held and all(p[2] > thr for p in held), "not over the threshold for the sustain window: %r" % held
+at_fire = [p for p in before if p[0] > -slot]
+assert at_fire and at_fire[-1][3] > thr, "the fire's slot is not over the threshold"
+# The first slot over it lies one sustain window (within two slots and the
+# runtime's 100 ms flush) before the fire.
+last_under = max(i for i, p in enumerate(before) if p[1] < thr and p[0] < -sustain + slot)
+cross = before[last_under + 1][0]
+assert -sustain - 2 * slot - 100 <= cross <= -sustain + slot, "crossed at %d ms" % cross
+assert len(c["gcs"]) > 0 and all(g["sizes"]["loh"] >= 0 for g in c["gcs"]), "no GC records"
+print("history: crossed at %d ms, fire value %.0f MB, %d points, %d GCs" % (cross, cond["value"] / 1e6, len(pts), len(c["gcs"])))
+EOF
+
+# delete-oldest: a fifth spike removes the oldest dump and its context files.
+stop_guard
+oldest=$(jq -r .path "$T/dumps.jsonl" | head -1)
+start_guard --store-max-count 3 --store-full delete-oldest
+wait_journal attach 2 15 "\"pid\":$P" || fail "not attached again"
+spike 5
+wait_journal dump 4 30 "\"pid\":$P" || fail "the fifth spike was not dumped"
+wait_journal dump-deleted 1 5 || fail "nothing deleted"
+for f in "$oldest" "${oldest%.core}.json" "${oldest%.core}.svg"; do
+	[ ! -e "$f" ] || fail "$f was not deleted with its dump"
+done
+[ -f "$skipped" ] || fail "the skipped dump's context went before an older dump"
+[ "$(dumps_of "$P")" -eq 3 ] || fail "expected three dumps after delete-oldest, found $(dumps_of "$P")"
+stop_guard
+
+# show: why, when, the path to the threshold, the last GCs.
+newest=$(ls -t "$DUMPS"/*.core | head -1)
+"$DUMPWATCH" show "$newest" >"$T/show.txt" || fail "show failed: $(cat "$T/show.txt")"
+for want in "ctx-spike" "loh-size > 300MB for 1s" "$P" "GC"; do
+	grep_q -F -- "$want" "$T/show.txt" || fail "show lacks '$want': $(cat "$T/show.txt")"
+done
+grep_q -E '[▁▂▃▄▅▆▇█]{8}' "$T/show.txt" || fail "show has no sparkline: $(cat "$T/show.txt")"
+
+# report: one page for the store, newest first, rendered by Chromium.
+"$DUMPWATCH" report "$DUMPS" >"$T/report.txt" || fail "report failed: $(cat "$T/report.txt")"
+grep_q -F "4 dumps" "$T/report.txt" || grep_q -F "4 " "$T/report.txt" || fail "report: $(cat "$T/report.txt")"
+[ -f "$DUMPS/index.html" ] || fail "no index.html"
+if grep -Eio '(src|href)="(https?:)?//[^"]*"|<script|@import|url\(' "$DUMPS/index.html"; then
+	fail "the report fetches something or runs a script"
+fi
+$PY "$CHECK_RENDER" screenshot "$DUMPS/index.html" "$T/report.png" --expect ctx-spike --literal "$NAME" \
+	--literal "$TAG" --literal '<img src=x onerror=alert(1)>' --no-element script --no-element img ||
+	fail "the report page does not render as expected"
+$PY "$CHECK_RENDER" screenshot "${newest%.core}.svg" "$T/plot.png" --expect ctx-spike --expect "loh-size" ||
+	fail "the plot does not render as expected"
+echo "PASS: 3 dumps, 1 skipped, each with its context; delete-oldest took the oldest with its files; show and report render"
