@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HISTORY_RING_MIN 16
+#define HISTORY_RING_MIN 4
 
 struct hpoint {
 	int32_t slot; /* minus the base slot */

@@ -23,8 +23,8 @@ static const enum metric_id base_metrics[] = {
 
 struct ctxtrack {
 	struct history *h;
-	struct metric_ref ref[HISTORY_SERIES_MAX]; /* series i's metric */
-	size_t n_ref;
+	struct metric_ref *ref; /* series i's metric */
+	size_t n_ref, cap_ref;
 	struct gcrec *gc;
 	struct gc_record gcs[DUMPCTX_GCS]; /* ring, oldest at head */
 	size_t gc_head, n_gcs;
@@ -46,6 +46,14 @@ static void add_ref(struct ctxtrack *ct, const struct metric_ref *ref)
 {
 	if (ct->n_ref == HISTORY_SERIES_MAX)
 		return;
+	if (ct->n_ref == ct->cap_ref) {
+		size_t c = ct->cap_ref ? ct->cap_ref * 2 : 16;
+		struct metric_ref *nr = realloc(ct->ref, c * sizeof(*nr));
+		if (!nr)
+			return;
+		ct->ref = nr;
+		ct->cap_ref = c;
+	}
 	int i = history_series(ct->h, ref->name, ref->unit);
 	if (i < 0 || (size_t)i != ct->n_ref)
 		return; /* known already (or refused) */
@@ -87,6 +95,7 @@ void ctxtrack_free(struct ctxtrack *ct)
 		return;
 	history_free(ct->h);
 	gcrec_free(ct->gc);
+	free(ct->ref);
 	free(ct);
 }
 
@@ -199,5 +208,5 @@ int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, const struct
 
 size_t ctxtrack_bytes(const struct ctxtrack *ct)
 {
-	return sizeof(*ct) + history_bytes(ct->h);
+	return sizeof(*ct) + ct->cap_ref * sizeof(*ct->ref) + history_bytes(ct->h);
 }

@@ -231,6 +231,21 @@ check_dump() {
 		"LOH $(dump_json '.heap.generations.loh // "-"') bytes, large byte[] $(dump_json '[.heap.objects.large[]? | select(.type == "System.Byte[]") | .bytes] | add // "-"')," \
 		"$(dump_json '.threads | length') threads, top frame $(dump_json '[.threads[] | select(.frames | length > 0)][0].frames[0]')"
 }
+# not_context DIR: what DIR holds besides dump contexts (NAME.json and
+# NAME.svg, which dumpwatch writes beside a dump taken, skipped or failed).
+not_context() {
+	local f
+	for f in "$1"/* "$1"/.[!.]*; do
+		[ -e "$f" ] || [ -L "$f" ] || continue
+		case "$f" in
+		*.json) [ -f "$f" ] && [ ! -L "$f" ] && jq -e '.dumpwatch_context == 1' "$f" >/dev/null 2>&1 && continue ;;
+		*.svg) [ -f "$f" ] && [ ! -L "$f" ] && [ -f "${f%.svg}.json" ] && grep -q '<svg' "$f" && continue ;;
+		esac
+		echo "${f##*/}"
+	done
+}
+# context_outcomes DIR: the outcome of each context in DIR, one per line, sorted.
+context_outcomes() { for f in "$1"/*.json; do [ -f "$f" ] && jq -r 'select(.dumpwatch_context == 1) | .outcome' "$f"; done | sort; }
 count_partials() { find "$DUMPS" -maxdepth 1 -name '.*.partial' | wc -l; }
 journal_count() { grep -c "\"event\":\"$1\"" "$JOURNAL" 2>/dev/null || true; }
 

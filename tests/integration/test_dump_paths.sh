@@ -33,7 +33,10 @@ wait_dw 30
 grep -q "process $APP_PID runs as uid $(id -u nobody) .* cannot reach $DUMPS (mode 0700): make it 0711" "$T/dw.out" ||
 	fail "no actionable message"
 [ "$(journal_count dump-failed)" -eq 1 ] || fail "failure not journaled"
-[ -z "$(ls -A "$DUMPS")" ] || fail "something was left in the dump directory: $(ls -A "$DUMPS")"
+[ -z "$(not_context "$DUMPS")" ] || fail "something was left in the dump directory: $(not_context "$DUMPS")"
+# The failed dump's context says what would have been dumped.
+[ "$(context_outcomes "$DUMPS")" = failed ] || fail "no context of the failed dump: $(ls -A "$DUMPS")"
+rm -f "$DUMPS"/*.json "$DUMPS"/*.svg
 
 # 2. A store that the target's user owns: refused.
 chown nobody "$DUMPS"
@@ -113,7 +116,9 @@ if [ -n "$APP_SELF_CONTAINED" ]; then
 	grep_q "no createdump of .NET $v on this host (looked in .*): install the .NET $v runtime, pass --createdump PATH" \
 		"$T/dw.out" || fail "no message about the missing runtime $v"
 	[ "$(journal_count dump-failed)" -eq 1 ] || fail "failure not journaled"
-	[ -z "$(ls -A "$DUMPS")" ] || fail "something was left in the dump directory: $(ls -A "$DUMPS")"
+	[ -z "$(not_context "$DUMPS")" ] || fail "something was left in the dump directory: $(not_context "$DUMPS")"
+	[ "$(context_outcomes "$DUMPS")" = failed ] || fail "no context of the failed dump: $(ls -A "$DUMPS")"
+	rm -f "$DUMPS"/*.json "$DUMPS"/*.svg
 	app_cmd "release"
 	# What the exec path takes from an install: createdump and the DAC it
 	# loads from its own directory (without it, a dump lacks what the DAC
