@@ -1,7 +1,8 @@
 /* dumpwatch: command line. main() only dispatches on the mode; each mode has
  * its own option parser, which fills that mode's options and hands over to
- * the watcher, the guard (--rules-dir), `ps`, `record`, `check` or the views
- * (`counters`, `gc`); it holds no logic of its own. */
+ * the watcher, the guard (--rules-dir), `ps`, `record`, `check`, the views
+ * (`counters`, `gc`) or the dump-context readers (`show`, `report`); it holds
+ * no logic of its own. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/catalog.h"
+#include "dumpwatch/context.h"
 #include "dumpwatch/defaults.h"
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/exitcodes.h"
@@ -96,6 +98,10 @@ static void usage(FILE *f)
 	    "       dumpwatch status [--json] [--state-dir DIR]\n"
 	    "                                             what the running guard is doing: processes, rules,\n"
 	    "                                             sustain windows, limits used, dumps taken\n"
+	    "       dumpwatch show FILE                   why a dump was taken: its context (FILE: NAME.core,\n"
+	    "                                             NAME.json or NAME) as text, with sparklines and GCs\n"
+	    "       dumpwatch report [-o FILE] DIR        one HTML page of every dump context in DIR, newest\n"
+	    "                                             first, with plots (default DIR/index.html)\n"
 	    "\n"
 	    "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
 	    "'gc-pause > 500ms', 'System.Runtime/cpu-usage > 90%% for 10s'. All --when must hold at once.\n"
@@ -467,6 +473,109 @@ static int cmd_check(int argc, char **argv)
 	if (n_dirs == 0)
 		dirs[n_dirs++] = DW_SERVICE_DUMP_DIR;
 	return rulefile_check_paths(argv + optind, (size_t)(argc - optind), dirs, n_dirs, stdout, stderr);
+}
+
+/* ---- the dump contexts: show, report ------------------------------------ */
+
+/* The exit status for a dump context that could not be read or written: the
+ * path (no such file, not allowed, not a regular file) is a target error,
+ * a file that is not a context of this version a usage error. */
+static int context_exit(int r)
+{
+	switch (r) {
+	case -EBADMSG:
+	case -ENOMSG:
+	case -EFBIG:
+	case -EPROTONOSUPPORT:
+	case -ENAMETOOLONG:
+		return DW_EXIT_USAGE;
+	case -ENOMEM:
+	case -EIO:
+	case -ENOSPC:
+	case -EDQUOT:
+		return DW_EXIT_RUNTIME;
+	default:
+		return DW_EXIT_TARGET;
+	}
+}
+
+static int cmd_show(int argc, char **argv)
+{
+	static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+	char err[PATH_MAX * 2 + 512];
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			printf("usage: dumpwatch show FILE\n"
+			       "  prints the context dumpwatch wrote beside a dump: the outcome and the rule that\n"
+			       "  fired, each condition with its value at the fire, when (UTC and local), the dump,\n"
+			       "  the process, a sparkline of each condition's metric over the history (^ under the\n"
+			       "  columns where the condition held) and the last %d GCs. FILE is NAME.core, NAME.json\n"
+			       "  or NAME: the context read is NAME.json. Exit 2 when it cannot be read, 1 when it\n"
+			       "  is not a dump context this version reads.\n"
+			       "\n",
+			       CONTEXT_SHOW_GCS);
+			exit_codes_print(stdout);
+			return DW_EXIT_OK;
+		default:
+			return DW_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		fputs("usage: dumpwatch show FILE\n", stderr);
+		return DW_EXIT_USAGE;
+	}
+	r = context_show_file(argv[optind], stdout, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "dumpwatch: %s\n", err); /* err is escaped */
+		return context_exit(r);
+	}
+	return DW_EXIT_OK;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+	const char *out = NULL;
+	char err[PATH_MAX * 2 + 512];
+	int c, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'h':
+			printf("usage: dumpwatch report [-o FILE] DIR\n"
+			       "  writes one self-contained HTML page (no script, nothing fetched) of every dump\n"
+			       "  context (*.json) in DIR, newest first: rule, outcome, process, time, size, the\n"
+			       "  conditions with their values, links to NAME.json and the dump, and the plot.\n"
+			       "  Other JSON files are skipped; a broken context is warned about and skipped; at\n"
+			       "  most %d contexts. The page replaces DIR/index.html (or -o FILE) atomically.\n"
+			       "  Exit 2 when DIR cannot be listed or the page cannot be created.\n"
+			       "\n",
+			       CONTEXT_REPORT_MAX);
+			exit_codes_print(stdout);
+			return DW_EXIT_OK;
+		default:
+			return DW_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		fputs("usage: dumpwatch report [-o FILE] DIR\n", stderr);
+		return DW_EXIT_USAGE;
+	}
+	r = context_report(argv[optind], out, stdout, err, sizeof(err));
+	if (r < 0) {
+		fprintf(stderr, "dumpwatch: %s\n", err); /* err is escaped */
+		return context_exit(r);
+	}
+	return DW_EXIT_OK;
 }
 
 /* ---- the watch and the guard ------------------------------------------ */
@@ -946,7 +1055,7 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*run)(int argc, char **argv);
 	} commands[] = {{"ps", cmd_ps}, {"record", cmd_record}, {"check", cmd_check}, {"counters", cmd_counters},
-	                {"gc", cmd_gc}, {"status", cmd_status}};
+	                {"gc", cmd_gc}, {"status", cmd_status}, {"show", cmd_show},   {"report", cmd_report}};
 
 	if (argc > 1)
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -1,0 +1,1533 @@
+/* Dump contexts read back: `dumpwatch show` (text) and `dumpwatch report`
+ * (an HTML page); see context.h. The shape read is version 1 of the dump
+ * context (docs/context.md).
+ *
+ * A context carries names, command lines and rule descriptions that another
+ * user's process or rule file chose, and the file itself may have been edited
+ * by anyone who could write the dump directory. So: the file is bounded
+ * (CONTEXT_FILE_MAX, a regular file, opened non-blocking), every field is
+ * checked for its type before use (a missing or mistyped field shows as "?"
+ * or is left out, never read as 0), every string is escaped for where it goes
+ * (text_escape for the terminal, context_html_escape for the page), and links
+ * on the page are relative and percent-encoded, built from names this code
+ * found in the directory, never from paths inside the file.
+ *
+ * The report reads each context twice - once to learn when it fired, once to
+ * write its card - so that only one parsed context is held at a time: 10000
+ * contexts of a few hundred kB each would not fit in memory as json-c trees. */
+#include "dumpwatch/context.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <langinfo.h>
+#include <libgen.h>
+#include <limits.h>
+#include <locale.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dumpwatch/defaults.h"
+#include "dumpwatch/log.h"
+#include "dumpwatch/plot.h"
+#include "dumpwatch/text.h"
+#include "dumpwatch/units.h"
+
+/* Attempts at a fresh temporary name for the page before giving up. */
+#define TMP_ATTEMPTS 100
+
+/* ---- typed access to the parsed context ---------------------------------- */
+
+/* o's member key when it has type t (json_type_null never matches: a null is
+ * "not known"), else NULL. */
+static struct json_object *member(struct json_object *o, const char *key, enum json_type t)
+{
+	struct json_object *v;
+
+	if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
+		return NULL;
+	return v && json_object_is_type(v, t) ? v : NULL;
+}
+
+/* o's string member key with its length (strings may hold NULs), or NULL. */
+static const char *str(struct json_object *o, const char *key, size_t *ret_len)
+{
+	struct json_object *v = member(o, key, json_type_string);
+
+	*ret_len = v ? (size_t)json_object_get_string_len(v) : 0;
+	return v ? json_object_get_string(v) : NULL;
+}
+
+/* Whether v is a finite number, stored in *out. */
+static int num_of(struct json_object *v, double *out)
+{
+	double d;
+
+	if (!v || !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
+		return 0;
+	d = json_object_is_type(v, json_type_int) ? (double)json_object_get_int64(v) : json_object_get_double(v);
+	if (!isfinite(d))
+		return 0;
+	*out = d;
+	return 1;
+}
+
+/* o's member key as a finite number: 1, or 0 when missing, null or not one. */
+static int num(struct json_object *o, const char *key, double *out)
+{
+	struct json_object *v;
+
+	if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
+		return 0;
+	return num_of(v, out);
+}
+
+/* A wall-clock time in ms since the epoch: 1, or 0 when missing or beyond
+ * what gmtime handles in any year a dump could have been taken. */
+static int time_ms(struct json_object *o, const char *key, int64_t *out)
+{
+	struct json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
+		return 0;
+	if (json_object_is_type(v, json_type_int)) {
+		*out = json_object_get_int64(v);
+	} else {
+		double d;
+		if (!num_of(v, &d))
+			return 0;
+		if (d < -1e15 || d > 1e15)
+			return 0;
+		*out = (int64_t)d;
+	}
+	return *out > -1000000000000000LL && *out < 1000000000000000LL;
+}
+
+/* The unit a condition or series names (units_name), or -1 for one this
+ * dumpwatch does not know. */
+static int unit_of(struct json_object *o)
+{
+	size_t len;
+	const char *u = str(o, "unit", &len);
+
+	if (!u)
+		return -1;
+	for (int k = UNIT_NONE; k <= UNIT_PER_SEC; k++)
+		if (len == strlen(units_name((enum unit_kind)k)) && memcmp(u, units_name((enum unit_kind)k), len) == 0)
+			return k;
+	return -1;
+}
+
+/* v in the unit of o ("351.2MB"); a unit this dumpwatch does not know is
+ * shown by its escaped name after the number. */
+static const char *fmt_value(struct json_object *o, double v, char *buf, size_t buflen)
+{
+	int k = unit_of(o);
+	char num_buf[64], unit_buf[64];
+	size_t ulen;
+	const char *u;
+
+	if (k >= 0)
+		return units_format(v, (enum unit_kind)k, buf, buflen);
+	units_format(v, UNIT_NONE, num_buf, sizeof(num_buf));
+	u = str(o, "unit", &ulen);
+	if (!u || ulen == 0) {
+		snprintf(buf, buflen, "%s", num_buf);
+		return buf;
+	}
+	text_escape(u, ulen, unit_buf, sizeof(unit_buf));
+	snprintf(buf, buflen, "%s %s", num_buf, unit_buf);
+	return buf;
+}
+
+/* "2026-11-23T18:57:16.123Z", or "?" when ms is out of gmtime's range. */
+static const char *fmt_utc(int64_t ms, char *buf, size_t buflen)
+{
+	time_t s = (time_t)(ms / 1000 - (ms % 1000 < 0));
+	int frac = (int)(ms - (int64_t)s * 1000);
+	struct tm tm;
+	char day[48];
+
+	if (!gmtime_r(&s, &tm) || !strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm)) {
+		snprintf(buf, buflen, "?");
+		return buf;
+	}
+	snprintf(buf, buflen, "%s.%03dZ", day, frac);
+	return buf;
+}
+
+/* The same instant in the local time zone, "2026-11-23 19:57:16.123 +0100 CET". */
+static const char *fmt_local(int64_t ms, char *buf, size_t buflen)
+{
+	time_t s = (time_t)(ms / 1000 - (ms % 1000 < 0));
+	int frac = (int)(ms - (int64_t)s * 1000);
+	struct tm tm;
+	char day[48], zone[64];
+
+	if (!localtime_r(&s, &tm) || !strftime(day, sizeof(day), "%Y-%m-%d %H:%M:%S", &tm) ||
+	    !strftime(zone, sizeof(zone), "%z %Z", &tm)) {
+		snprintf(buf, buflen, "?");
+		return buf;
+	}
+	snprintf(buf, buflen, "%s.%03d %s", day, frac, zone);
+	return buf;
+}
+
+/* A time relative to the fire: "+12ms", "-1.5s", "0". */
+static const char *fmt_rel(double ms, char *buf, size_t buflen)
+{
+	char mag[48];
+
+	if (ms == 0) {
+		snprintf(buf, buflen, "0");
+		return buf;
+	}
+	units_format(fabs(ms), UNIT_MS, mag, sizeof(mag));
+	snprintf(buf, buflen, "%c%s", ms < 0 ? '-' : '+', mag);
+	return buf;
+}
+
+/* ---- loading ----------------------------------------------------------- */
+
+int context_sidecar_name(const char *file, char *out, size_t outlen)
+{
+	size_t len = strlen(file);
+	int n;
+
+	if (len >= 5 && strcmp(file + len - 5, ".json") == 0)
+		n = snprintf(out, outlen, "%s", file);
+	else if (len >= 5 && strcmp(file + len - 5, ".core") == 0)
+		n = snprintf(out, outlen, "%.*s.json", (int)(len - 5), file);
+	else if (len >= 4 && strcmp(file + len - 4, ".svg") == 0)
+		n = snprintf(out, outlen, "%.*s.json", (int)(len - 4), file);
+	else
+		n = snprintf(out, outlen, "%s.json", file);
+	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+}
+
+/* Reads the whole regular file fd, at most CONTEXT_FILE_MAX bytes, into a
+ * malloc'd NUL-terminated buffer. 0 or -errno (-EFBIG: larger). */
+static int read_bounded(int fd, size_t hint, char **ret_buf, size_t *ret_len)
+{
+	size_t cap = (hint < CONTEXT_FILE_MAX ? hint : CONTEXT_FILE_MAX) + 1, len = 0;
+	char *buf = malloc(cap + 1);
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) { /* the file grew since fstat */
+			char *nb;
+			if (cap > CONTEXT_FILE_MAX) {
+				free(buf);
+				return -EFBIG;
+			}
+			cap = cap * 2 > CONTEXT_FILE_MAX + 1 ? CONTEXT_FILE_MAX + 1 : cap * 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(buf);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > CONTEXT_FILE_MAX) {
+		free(buf);
+		return -EFBIG;
+	}
+	buf[len] = '\0';
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}
+
+/* Parses text as one JSON value with nothing but white space after it.
+ * Returns the value, or NULL with a sentence in err. */
+static struct json_object *parse_json(const char *text, size_t len, char *err, size_t errlen)
+{
+	struct json_tokener *tok;
+	struct json_object *root;
+	size_t end;
+
+	if (memchr(text, '\0', len)) {
+		snprintf(err, errlen, "not JSON: it holds a NUL byte");
+		return NULL;
+	}
+	tok = json_tokener_new();
+	if (!tok) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	root = json_tokener_parse_ex(tok, text, (int)len);
+	if (!root) {
+		enum json_tokener_error e = json_tokener_get_error(tok);
+		snprintf(err, errlen, "not JSON: %s",
+		         e == json_tokener_continue ? "it ends in the middle of a value" : json_tokener_error_desc(e));
+		json_tokener_free(tok);
+		return NULL;
+	}
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	while (end < len && strchr(" \t\r\n", text[end]))
+		end++;
+	if (end < len) {
+		snprintf(err, errlen, "not JSON: text after the value at byte %zu", end);
+		json_object_put(root);
+		return NULL;
+	}
+	return root;
+}
+
+/* Whether root is a dump context of a version this code reads, with the keys
+ * every view needs. 0 or -ENOMSG, -EPROTONOSUPPORT, -EBADMSG with a sentence. */
+static int check_context(struct json_object *root, char *err, size_t errlen)
+{
+	static const struct {
+		const char *key;
+		enum json_type type;
+		const char *what;
+	} need[] = {{"outcome", json_type_string, "string"},
+	            {"rule", json_type_object, "object"},
+	            {"process", json_type_object, "object"}};
+	struct json_object *v;
+	int64_t ms;
+
+	if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "dumpwatch_context", &v)) {
+		snprintf(err, errlen, "not a dump context (no \"dumpwatch_context\" key)");
+		return -ENOMSG;
+	}
+	if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1) {
+		snprintf(err, errlen, "a broken dump context: \"dumpwatch_context\" is not a version number");
+		return -EBADMSG;
+	}
+	if (json_object_get_int64(v) != 1) {
+		snprintf(err, errlen, "a dump context of version %lld; this dumpwatch reads version 1",
+		         (long long)json_object_get_int64(v));
+		return -EPROTONOSUPPORT;
+	}
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (!member(root, need[i].key, need[i].type)) {
+			snprintf(err, errlen, "a broken dump context: no \"%s\" %s", need[i].key, need[i].what);
+			return -EBADMSG;
+		}
+	if (!time_ms(root, "fired_unix_ms", &ms)) {
+		snprintf(err, errlen, "a broken dump context: no \"fired_unix_ms\" time");
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+int context_load(int dirfd, const char *path, int nofollow, struct json_object **ret_ctx, char *err, size_t errlen)
+{
+	struct json_object *root;
+	struct stat st;
+	char *text;
+	size_t len;
+	int fd, r;
+
+	*ret_ctx = NULL;
+	fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "%s", e == ELOOP && nofollow ? "a symbolic link, not followed" : strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) < 0) {
+		int e = errno;
+		close(fd);
+		snprintf(err, errlen, "%s", strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(err, errlen, "not a regular file");
+		return -EINVAL;
+	}
+	if (st.st_size > (off_t)CONTEXT_FILE_MAX) {
+		close(fd);
+		snprintf(err, errlen, "too large for a dump context (%lld bytes; at most %u)", (long long)st.st_size,
+		         CONTEXT_FILE_MAX);
+		return -EFBIG;
+	}
+	r = read_bounded(fd, (size_t)st.st_size, &text, &len);
+	close(fd);
+	if (r < 0) {
+		if (r == -EFBIG)
+			snprintf(err, errlen, "too large for a dump context (more than %u bytes)", CONTEXT_FILE_MAX);
+		else
+			snprintf(err, errlen, "%s", strerror(-r));
+		return r;
+	}
+	root = parse_json(text, len, err, errlen);
+	free(text);
+	if (!root)
+		return -EBADMSG;
+	r = check_context(root, err, errlen);
+	if (r < 0) {
+		json_object_put(root);
+		return r;
+	}
+	*ret_ctx = root;
+	return 0;
+}
+
+int context_locale_utf8(void)
+{
+	const char *cs;
+
+	if (!setlocale(LC_CTYPE, ""))
+		return 0;
+	cs = nl_langinfo(CODESET);
+	return cs && (text_eq_nocase(cs, "UTF-8") || text_eq_nocase(cs, "utf8"));
+}
+
+/* ---- the sparkline -------------------------------------------------------- */
+
+/* "value OP threshold" for op ">" ">=" "<" "<="; -1 for another op. */
+static int op_holds(const char *op, double v, double threshold)
+{
+	if (!op)
+		return -1;
+	if (strcmp(op, ">") == 0)
+		return v > threshold;
+	if (strcmp(op, ">=") == 0)
+		return v >= threshold;
+	if (strcmp(op, "<") == 0)
+		return v < threshold;
+	if (strcmp(op, "<=") == 0)
+		return v <= threshold;
+	return -1;
+}
+
+int context_sparkline(const double *t, const double *v, size_t n, size_t cols, const char *op, double threshold,
+                      int utf8, char *bars, size_t barslen, char *marks, size_t markslen, double *ret_lo,
+                      double *ret_hi)
+{
+	static const char ascii[] = " .:-=+*#";
+	int low = op && op[0] == '<';
+	size_t first = n, last = 0, bpos = 0;
+	double t0, span, lo = 0, hi = 0, *col;
+	unsigned char *has;
+
+	if (cols == 0 || barslen < (utf8 ? 3 * cols : cols) + 1 || markslen < cols + 1)
+		return -ENOBUFS;
+	bars[0] = marks[0] = '\0';
+	*ret_lo = *ret_hi = 0;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(t[i]) && isfinite(v[i])) {
+			if (first == n)
+				first = i;
+			last = i;
+		}
+	if (first == n)
+		return 0;
+	col = malloc(cols * sizeof(*col));
+	has = calloc(cols, 1);
+	if (!col || !has) {
+		free(col);
+		free(has);
+		return -ENOMEM;
+	}
+	t0 = t[first];
+	span = t[last] - t0;
+	for (size_t i = first; i <= last; i++) {
+		size_t c = 0;
+
+		if (!isfinite(t[i]) || !isfinite(v[i]))
+			continue;
+		if (span > 0 && t[i] > t0)
+			c = (size_t)((t[i] - t0) / span * (double)cols);
+		if (c >= cols)
+			c = cols - 1;
+		if (!has[c] || (low ? v[i] < col[c] : v[i] > col[c]))
+			col[c] = v[i];
+		has[c] = 1;
+	}
+	/* A column with no point of its own holds the value before it; the first
+	 * column always has one (the first point falls in it). */
+	for (size_t c = 1; c < cols; c++)
+		if (!has[c])
+			col[c] = col[c - 1];
+	lo = hi = col[0];
+	for (size_t c = 1; c < cols; c++) {
+		lo = col[c] < lo ? col[c] : lo;
+		hi = col[c] > hi ? col[c] : hi;
+	}
+	for (size_t c = 0; c < cols; c++) {
+		int level = 0;
+
+		if (hi > lo) {
+			level = (int)floor((col[c] - lo) / (hi - lo) * 7.0 + 0.5);
+			level = level < 0 ? 0 : level > 7 ? 7 : level;
+		}
+		if (utf8) { /* U+2581 LOWER ONE EIGHTH BLOCK + level */
+			bars[bpos++] = (char)0xE2;
+			bars[bpos++] = (char)0x96;
+			bars[bpos++] = (char)(0x81 + level);
+		} else {
+			bars[bpos++] = ascii[level];
+		}
+		marks[c] = op_holds(op, col[c], threshold) == 1 ? '^' : ' ';
+	}
+	bars[bpos] = '\0';
+	marks[cols] = '\0';
+	free(col);
+	free(has);
+	*ret_lo = lo;
+	*ret_hi = hi;
+	return (int)cols;
+}
+
+/* ---- show --------------------------------------------------------------- */
+
+/* Writes s[0..len) escaped (text_escape): one line, no control character. */
+static void put_esc(FILE *out, const char *s, size_t len)
+{
+	char small[512], *buf = small;
+	size_t need = text_escape(s, len, small, sizeof(small));
+
+	if (need >= sizeof(small)) {
+		buf = malloc(need + 1);
+		if (!buf) {
+			fputs(small, out); /* cut, but still escaped */
+			return;
+		}
+		text_escape(s, len, buf, need + 1);
+	}
+	fputs(buf, out);
+	if (buf != small)
+		free(buf);
+}
+
+/* o's string member key escaped, or dflt when it is not a string. */
+static void put_field(FILE *out, struct json_object *o, const char *key, const char *dflt)
+{
+	size_t len;
+	const char *s = str(o, key, &len);
+
+	if (s)
+		put_esc(out, s, len);
+	else
+		fputs(dflt, out);
+}
+
+/* A condition's value at the fire: "351.2MB", "at least 351.2MB", "no value". */
+static const char *fmt_cond_value(struct json_object *cond, char *buf, size_t buflen)
+{
+	char v[64];
+	double d;
+
+	if (!num(cond, "value", &d)) {
+		snprintf(buf, buflen, "no value");
+		return buf;
+	}
+	fmt_value(cond, d, v, sizeof(v));
+	snprintf(buf, buflen, "%s%s",
+	         json_object_get_boolean(member(cond, "at_least", json_type_boolean)) ? "at least " : "", v);
+	return buf;
+}
+
+static void show_rule(FILE *out, struct json_object *ctx)
+{
+	struct json_object *rule = member(ctx, "rule", json_type_object);
+	struct json_object *conds = member(rule, "conditions", json_type_array);
+	size_t len, n = conds ? json_object_array_length(conds) : 0;
+	const char *desc = str(rule, "description", &len);
+	double line;
+
+	fputs("rule:      ", out);
+	put_field(out, rule, "name", "?");
+	if (member(rule, "file", json_type_string)) {
+		fputs(" (", out);
+		put_field(out, rule, "file", "?");
+		if (num(rule, "line", &line))
+			fprintf(out, ":%.0f", line);
+		fputs(")", out);
+	} else {
+		fputs(" (command line)", out);
+	}
+	fputc('\n', out);
+	if (desc && len) {
+		fputs("           ", out);
+		put_esc(out, desc, len);
+		fputc('\n', out);
+	}
+	fputs("dump type: ", out);
+	put_field(out, rule, "dump_type", "?");
+	fputs("\nfired because:\n", out);
+	if (n == 0)
+		fputs("  (no conditions)\n", out);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *cond = json_object_array_get_idx(conds, i);
+		char v[96];
+
+		fputs("  ", out);
+		put_field(out, cond, "text", "?");
+		fprintf(out, ": %s at the fire\n", fmt_cond_value(cond, v, sizeof(v)));
+	}
+}
+
+static void show_when(FILE *out, struct json_object *ctx)
+{
+	struct json_object *dump = member(ctx, "dump", json_type_object);
+	int64_t fired = 0, started, ended;
+	char b1[96], b2[96], b3[64];
+	double d;
+	int has_start, has_end;
+
+	time_ms(ctx, "fired_unix_ms", &fired);
+	fprintf(out, "fired:     %s (local %s)\n", fmt_utc(fired, b1, sizeof(b1)), fmt_local(fired, b2, sizeof(b2)));
+	if (!dump)
+		return;
+	has_start = time_ms(dump, "started_unix_ms", &started);
+	has_end = time_ms(dump, "ended_unix_ms", &ended);
+	fputs("dump:      ", out);
+	if (!has_start) {
+		fputs("never started", out);
+	} else {
+		fprintf(out, "started %s", fmt_rel((double)(started - fired), b1, sizeof(b1)));
+		if (has_end)
+			fprintf(out, ", ended %s", fmt_rel((double)(ended - fired), b2, sizeof(b2)));
+		fputs(" from the fire", out);
+	}
+	if (num(dump, "duration_ms", &d))
+		fprintf(out, ", took %s", units_format(d, UNIT_MS, b3, sizeof(b3)));
+	if (member(dump, "via", json_type_string)) {
+		fputs(", via ", out);
+		put_field(out, dump, "via", "?");
+	}
+	fputc('\n', out);
+	if (num(dump, "bytes", &d))
+		fprintf(out, "size:      %s (%.0f bytes)\n", units_format(d, UNIT_BYTES, b1, sizeof(b1)), d);
+	if (member(dump, "path", json_type_string) || member(dump, "file", json_type_string)) {
+		fputs("file:      ", out);
+		put_field(out, dump, member(dump, "path", json_type_string) ? "path" : "file", "?");
+		fputc('\n', out);
+	}
+}
+
+static void show_process(FILE *out, struct json_object *ctx)
+{
+	struct json_object *proc = member(ctx, "process", json_type_object);
+	size_t len;
+	const char *rt = str(proc, "runtime_version", &len);
+	double d;
+
+	fputs("process:   ", out);
+	if (num(proc, "pid", &d))
+		fprintf(out, "%.0f ", d);
+	put_field(out, proc, "name", "?");
+	if (member(proc, "user", json_type_string)) {
+		fputs(", user ", out);
+		put_field(out, proc, "user", "?");
+		if (num(proc, "uid", &d))
+			fprintf(out, " (uid %.0f)", d);
+	} else if (num(proc, "uid", &d)) {
+		fprintf(out, ", uid %.0f", d);
+	}
+	if (rt && len) {
+		fputs(", .NET ", out);
+		put_esc(out, rt, len);
+	}
+	fputs("\ncmdline:   ", out);
+	put_field(out, proc, "cmdline", "?");
+	fputc('\n', out);
+}
+
+/* The history series of metric (a string of mlen bytes), or NULL. */
+static struct json_object *find_series(struct json_object *ctx, const char *metric, size_t mlen)
+{
+	struct json_object *series = member(member(ctx, "history", json_type_object), "series", json_type_array);
+	size_t n = series ? json_object_array_length(series) : 0;
+
+	for (size_t i = 0; metric && i < n; i++) {
+		struct json_object *s = json_object_array_get_idx(series, i);
+		size_t len;
+		const char *m = str(s, "metric", &len);
+
+		if (m && len == mlen && memcmp(m, metric, len) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+/* The points of series as times and values: for each [t, last, min, max]
+ * the extreme toward the condition (max for > and >=, min for < and <=),
+ * else last. Returns the count (0 when none) with malloc'd arrays. */
+static size_t series_points(struct json_object *series, int low, double **ret_t, double **ret_v)
+{
+	struct json_object *pts = member(series, "points", json_type_array);
+	size_t n = pts ? json_object_array_length(pts) : 0, k = 0;
+	double *t, *v;
+
+	*ret_t = *ret_v = NULL;
+	if (n == 0)
+		return 0;
+	t = malloc(n * sizeof(*t));
+	v = malloc(n * sizeof(*v));
+	if (!t || !v) {
+		free(t);
+		free(v);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *p = json_object_array_get_idx(pts, i);
+		size_t plen = json_object_is_type(p, json_type_array) ? json_object_array_length(p) : 0;
+		double pt, pv;
+
+		if (plen < 2 || !num_of(json_object_array_get_idx(p, 0), &pt))
+			continue;
+		if (!(plen >= 4 && num_of(json_object_array_get_idx(p, low ? 2 : 3), &pv)) &&
+		    !num_of(json_object_array_get_idx(p, 1), &pv))
+			continue;
+		if (k > 0 && pt < t[k - 1]) /* not ascending as the spec says: keep order */
+			continue;
+		t[k] = pt;
+		v[k] = pv;
+		k++;
+	}
+	*ret_t = t;
+	*ret_v = v;
+	return k;
+}
+
+static void show_spark(FILE *out, struct json_object *ctx, struct json_object *cond, int utf8)
+{
+	size_t mlen, n;
+	const char *metric = str(cond, "metric", &mlen);
+	size_t oplen;
+	const char *op = str(cond, "op", &oplen);
+	struct json_object *series = find_series(ctx, metric, mlen);
+	char bars[3 * CONTEXT_SPARK_COLS + 1], marks[CONTEXT_SPARK_COLS + 1], lo_s[64], hi_s[64], th_s[64], t0_s[48],
+	    t1_s[48];
+	double *t, *v, lo, hi, threshold = NAN;
+	int has_thr = num(cond, "threshold", &threshold), w, r;
+
+	fputs("  ", out);
+	put_field(out, cond, "text", "?");
+	fputc('\n', out);
+	n = series_points(series, op && op[0] == '<', &t, &v);
+	r = n ? context_sparkline(t, v, n, CONTEXT_SPARK_COLS, has_thr ? op : NULL, threshold, utf8, bars, sizeof(bars),
+	                          marks, sizeof(marks), &lo, &hi)
+	      : 0;
+	if (r <= 0) {
+		fputs("    no history\n", out);
+		free(t);
+		free(v);
+		return;
+	}
+	fmt_value(series, hi, hi_s, sizeof(hi_s));
+	fmt_value(series, lo, lo_s, sizeof(lo_s));
+	w = (int)(strlen(hi_s) > strlen(lo_s) ? strlen(hi_s) : strlen(lo_s));
+	fprintf(out, "    %*s %s\n", w, hi_s, bars);
+	fprintf(out, "    %*s %s", w, lo_s, marks);
+	if (has_thr && op_holds(op, 0, 0) >= 0) {
+		fputs("  ^: ", out);
+		put_esc(out, op, oplen);
+		fprintf(out, " %s", fmt_value(cond, threshold, th_s, sizeof(th_s)));
+	}
+	fputc('\n', out);
+	fmt_rel(t[0], t0_s, sizeof(t0_s));
+	fmt_rel(t[n - 1], t1_s, sizeof(t1_s));
+	fprintf(out, "    %*s %-*s%s\n", w, "", CONTEXT_SPARK_COLS - (int)strlen(t1_s), t0_s, t1_s);
+	free(t);
+	free(v);
+}
+
+static void show_history(FILE *out, struct json_object *ctx, int utf8)
+{
+	struct json_object *hist = member(ctx, "history", json_type_object);
+	struct json_object *conds = member(member(ctx, "rule", json_type_object), "conditions", json_type_array);
+	size_t n = conds ? json_object_array_length(conds) : 0;
+	char b1[48], b2[48];
+	double window, slot;
+	int has_window = num(hist, "window_ms", &window), has_slot = num(hist, "slot_ms", &slot);
+
+	if (n == 0)
+		return;
+	fputs("\nhistory", out);
+	if (has_window)
+		fprintf(out, " (%s kept", units_format(window, UNIT_MS, b1, sizeof(b1)));
+	if (has_slot)
+		fprintf(out, "%s%s slots", has_window ? ", " : " (", units_format(slot, UNIT_MS, b2, sizeof(b2)));
+	if (has_window || has_slot)
+		fputc(')', out);
+	fputs(", time from the fire:\n", out);
+	for (size_t i = 0; i < n; i++)
+		show_spark(out, ctx, json_object_array_get_idx(conds, i), utf8);
+}
+
+static void show_gcs(FILE *out, struct json_object *ctx)
+{
+	struct json_object *gcs = member(ctx, "gcs", json_type_array);
+	size_t n = gcs ? json_object_array_length(gcs) : 0;
+	size_t from = n > CONTEXT_SHOW_GCS ? n - CONTEXT_SHOW_GCS : 0;
+
+	if (n == 0) {
+		fputs("\nno GC in the context\n", out);
+		return;
+	}
+	fprintf(out, "\nlast GCs (%zu of %zu, oldest first):\n", n - from, n);
+	fprintf(out, "  %7s %3s %9s %9s %9s  %s\n", "index", "gen", "at", "pause", "LOH", "reason / type");
+	for (size_t i = from; i < n; i++) {
+		struct json_object *gc = json_object_array_get_idx(gcs, i);
+		char idx[24] = "?", gen[24] = "?", at[48] = "?", pause[48] = "?", loh[48] = "?";
+		double d;
+
+		if (num(gc, "index", &d))
+			snprintf(idx, sizeof(idx), "%.0f", d);
+		if (num(gc, "generation", &d))
+			snprintf(gen, sizeof(gen), "%.0f", d);
+		if (num(gc, "start_ms", &d))
+			fmt_rel(d, at, sizeof(at));
+		if (num(gc, "pause_ms", &d))
+			snprintf(pause, sizeof(pause), "%.1fms", d);
+		if (num(member(gc, "sizes", json_type_object), "loh", &d))
+			units_format(d, UNIT_BYTES, loh, sizeof(loh));
+		fprintf(out, "  %7s %3s %9s %9s %9s  ", idx, gen, at, pause, loh);
+		put_field(out, gc, "reason", "?");
+		fputs(" / ", out);
+		put_field(out, gc, "type", "?");
+		if (member(gc, "complete", json_type_boolean) &&
+		    !json_object_get_boolean(member(gc, "complete", json_type_boolean)))
+			fputs(" (incomplete)", out);
+		fputc('\n', out);
+	}
+}
+
+int context_show(FILE *out, struct json_object *ctx, int utf8)
+{
+	size_t len;
+	const char *error = str(ctx, "error", &len);
+
+	fputs("outcome:   ", out);
+	put_field(out, ctx, "outcome", "?");
+	if (error) {
+		fputs(": ", out);
+		put_esc(out, error, len);
+	}
+	fputc('\n', out);
+	show_rule(out, ctx);
+	show_when(out, ctx);
+	show_process(out, ctx);
+	show_history(out, ctx, utf8);
+	show_gcs(out, ctx);
+	return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
+}
+
+int context_show_file(const char *file, FILE *out, char *err, size_t errlen)
+{
+	struct json_object *ctx;
+	char path[PATH_MAX], why[512], name[PATH_MAX];
+	int r;
+
+	text_escape_str(file, name, sizeof(name));
+	if (context_sidecar_name(file, path, sizeof(path)) < 0) {
+		snprintf(err, errlen, "%s: the name is too long", name);
+		return -ENAMETOOLONG;
+	}
+	r = context_load(AT_FDCWD, path, 0, &ctx, why, sizeof(why));
+	if (r < 0) {
+		if (strcmp(path, file) != 0) {
+			char pname[PATH_MAX];
+			text_escape_str(path, pname, sizeof(pname));
+			snprintf(err, errlen, "%s: %s: %s", name, pname, why);
+		} else {
+			snprintf(err, errlen, "%s: %s", name, why);
+		}
+		return r;
+	}
+	r = context_show(out, ctx, context_locale_utf8());
+	json_object_put(ctx);
+	if (r < 0)
+		snprintf(err, errlen, "%s: cannot write the text: %s", name, strerror(-r));
+	return r;
+}
+
+/* ---- HTML -------------------------------------------------------------- */
+
+void context_html_escape(FILE *out, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < len) {
+		uint32_t cp;
+		size_t n = text_utf8_decode(p + i, len - i, &cp);
+
+		if (n == 0) {
+			fputs("\xEF\xBF\xBD", out); /* U+FFFD REPLACEMENT CHARACTER */
+			i++;
+			continue;
+		}
+		switch (cp) {
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		case '\'':
+			fputs("&#39;", out);
+			break;
+		case '\t':
+		case '\n':
+		case '\r':
+			fputc(' ', out); /* words a newline separated stay apart */
+			break;
+		default:
+			if (!text_is_control(cp))
+				fwrite(p + i, 1, n, out);
+		}
+		i += n;
+	}
+}
+
+/* context_html_escape of a NUL-terminated string. */
+static void h(FILE *out, const char *s)
+{
+	context_html_escape(out, s, strlen(s));
+}
+
+/* o's string member key HTML-escaped, or dflt (trusted HTML). */
+static void h_field(FILE *out, struct json_object *o, const char *key, const char *dflt)
+{
+	size_t len;
+	const char *s = str(o, key, &len);
+
+	if (s)
+		context_html_escape(out, s, len);
+	else
+		fputs(dflt, out);
+}
+
+/* Appends s percent-encoded (all but RFC 3986 unreserved characters). */
+static int url_put(char *out, size_t outlen, size_t *pos, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		int plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		            *p == '-' || *p == '.' || *p == '_' || *p == '~';
+		size_t need = plain ? 1 : 3;
+
+		if (*pos + need >= outlen)
+			return -ENAMETOOLONG;
+		if (plain) {
+			out[(*pos)++] = (char)*p;
+		} else {
+			out[(*pos)++] = '%';
+			out[(*pos)++] = hex[*p >> 4];
+			out[(*pos)++] = hex[*p & 15];
+		}
+	}
+	out[*pos] = '\0';
+	return 0;
+}
+
+/* The next component of an absolute path at *p ("" at the end), its length
+ * in *ret_len; advances *p past it. */
+static const char *next_component(const char **p, size_t *ret_len)
+{
+	const char *s = *p, *e;
+
+	while (*s == '/')
+		s++;
+	e = s;
+	while (*e && *e != '/')
+		e++;
+	*ret_len = (size_t)(e - s);
+	*p = e;
+	return s;
+}
+
+int context_relative_url(const char *from_dir, const char *to_dir, char *out, size_t outlen)
+{
+	const char *f = from_dir, *t = to_dir, *fc, *tc;
+	size_t flen, tlen, pos = 0;
+	char comp[NAME_MAX + 1];
+
+	if (outlen == 0)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	/* Skip the common leading components. */
+	for (;;) {
+		const char *f_save = f, *t_save = t;
+
+		fc = next_component(&f, &flen);
+		tc = next_component(&t, &tlen);
+		if (flen == 0 || flen != tlen || memcmp(fc, tc, flen) != 0) {
+			f = f_save;
+			t = t_save;
+			break;
+		}
+	}
+	while ((fc = next_component(&f, &flen)), flen > 0) {
+		if (pos + 3 >= outlen)
+			return -ENAMETOOLONG;
+		memcpy(out + pos, "../", 4);
+		pos += 3;
+	}
+	while ((tc = next_component(&t, &tlen)), tlen > 0) {
+		if (tlen >= sizeof(comp))
+			return -ENAMETOOLONG;
+		memcpy(comp, tc, tlen);
+		comp[tlen] = '\0';
+		if (url_put(out, outlen, &pos, comp) < 0 || pos + 1 >= outlen)
+			return -ENAMETOOLONG;
+		out[pos++] = '/';
+		out[pos] = '\0';
+	}
+	return 0;
+}
+
+/* Whether the len bytes at s contain needle, ignoring ASCII case. */
+static int contains_nocase(const char *s, size_t len, const char *needle)
+{
+	size_t nlen = strlen(needle);
+
+	for (size_t i = 0; i + nlen <= len; i++) {
+		size_t k = 0;
+
+		while (k < nlen && text_lower(s[i + k]) == text_lower(needle[k]))
+			k++;
+		if (k == nlen)
+			return 1;
+	}
+	return 0;
+}
+
+/* The plot of ctx inline: the <svg> element plot_svg writes, without what
+ * comes before it (an XML declaration or doctype has no place inside HTML).
+ * The plot escapes every text it takes from the context; should it ever
+ * carry a script or foreign content all the same, it is left out. */
+static void html_plot(FILE *out, struct json_object *ctx)
+{
+	char *buf = NULL, perr[256] = "";
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	const char *svg;
+	int r;
+
+	if (!m) {
+		fputs("<p class=\"noplot\">no plot: out of memory</p>\n", out);
+		return;
+	}
+	r = plot_svg(m, ctx, perr, sizeof(perr));
+	if (fclose(m) != 0 && r == 0)
+		r = -ENOMEM;
+	svg = r == 0 && buf ? memmem(buf, len, "<svg", 4) : NULL;
+	if (r < 0 || !svg) {
+		fputs("<p class=\"noplot\">no plot: ", out);
+		h(out, r < 0 ? (perr[0] ? perr : strerror(-r)) : "the plot is not SVG");
+		fputs("</p>\n", out);
+	} else if (contains_nocase(svg, len - (size_t)(svg - buf), "<script") ||
+	           contains_nocase(svg, len - (size_t)(svg - buf), "<foreignobject")) {
+		fputs("<p class=\"noplot\">no plot: it holds a script or foreign content</p>\n", out);
+	} else {
+		fputs("<div class=\"plot\">", out);
+		fwrite(svg, 1, len - (size_t)(svg - buf), out);
+		fputs("</div>\n", out);
+	}
+	free(buf);
+}
+
+/* One row of a card's table: <tr><th>label</th><td> ... the caller's cells. */
+static void row(FILE *out, const char *label)
+{
+	fprintf(out, "<tr><th>%s</th><td>", label);
+}
+
+/* The link to file name (found in the directory) under the page's relative
+ * prefix; "(missing)" after the name when it is not there any more. */
+static void html_link(FILE *out, const char *prefix, int dirfd, const char *name)
+{
+	char url[PATH_MAX * 4];
+	size_t pos = strlen(prefix);
+	struct stat st;
+
+	if (pos >= sizeof(url)) {
+		h(out, name);
+		return;
+	}
+	memcpy(url, prefix, pos + 1);
+	if (url_put(url, sizeof(url), &pos, name) < 0) {
+		h(out, name);
+		return;
+	}
+	fputs("<a href=\"", out);
+	h(out, url);
+	fputs("\">", out);
+	h(out, name);
+	fputs("</a>", out);
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		fputs(" (missing)", out);
+}
+
+/* Whether the dump file a context names is a plain name in its directory
+ * (not a path, not "." or ".."): the only kind the page links to. */
+static int plain_name(const char *s, size_t len)
+{
+	return len > 0 && len <= NAME_MAX && !memchr(s, '/', len) && !memchr(s, '\0', len) && strcmp(s, ".") != 0 &&
+	       strcmp(s, "..") != 0;
+}
+
+static const char *outcome_class(struct json_object *ctx)
+{
+	size_t len;
+	const char *o = str(ctx, "outcome", &len);
+
+	if (o && strcmp(o, "dump") == 0)
+		return "dump";
+	if (o && strcmp(o, "skipped") == 0)
+		return "skipped";
+	if (o && strcmp(o, "failed") == 0)
+		return "failed";
+	return "other";
+}
+
+static void html_card(FILE *out, struct json_object *ctx, const char *json_name, const char *prefix, int dirfd)
+{
+	struct json_object *rule = member(ctx, "rule", json_type_object);
+	struct json_object *proc = member(ctx, "process", json_type_object);
+	struct json_object *dump = member(ctx, "dump", json_type_object);
+	struct json_object *conds = member(rule, "conditions", json_type_array);
+	size_t n = conds ? json_object_array_length(conds) : 0, len;
+	const char *cls = outcome_class(ctx), *s;
+	int64_t fired = 0;
+	char b[96];
+	double d;
+
+	time_ms(ctx, "fired_unix_ms", &fired);
+	fprintf(out, "<article class=\"card %s\">\n<h2><span class=\"badge\">", cls);
+	h_field(out, ctx, "outcome", "?");
+	fputs("</span> ", out);
+	h_field(out, rule, "name", "?");
+	fputs(" <span class=\"proc\">", out);
+	h_field(out, proc, "name", "?");
+	if (num(proc, "pid", &d))
+		fprintf(out, " (pid %.0f)", d);
+	fputs("</span></h2>\n", out);
+	s = str(ctx, "error", &len);
+	if (s) {
+		fputs("<p class=\"error\">", out);
+		context_html_escape(out, s, len);
+		fputs("</p>\n", out);
+	}
+	fputs("<table>\n", out);
+	row(out, "Fired");
+	fprintf(out, "%s</td></tr>\n", fmt_utc(fired, b, sizeof(b)));
+
+	row(out, "Process");
+	h_field(out, proc, "name", "?");
+	if (num(proc, "pid", &d))
+		fprintf(out, ", pid %.0f", d);
+	if (member(proc, "user", json_type_string)) {
+		fputs(", user ", out);
+		h_field(out, proc, "user", "?");
+		if (num(proc, "uid", &d))
+			fprintf(out, " (uid %.0f)", d);
+	} else if (num(proc, "uid", &d)) {
+		fprintf(out, ", uid %.0f", d);
+	}
+	s = str(proc, "runtime_version", &len);
+	if (s && len) {
+		fputs(", .NET ", out);
+		context_html_escape(out, s, len);
+	}
+	fputs("</td></tr>\n", out);
+	row(out, "Command line");
+	fputs("<code>", out);
+	h_field(out, proc, "cmdline", "?");
+	fputs("</code></td></tr>\n", out);
+
+	row(out, "Rule");
+	h_field(out, rule, "name", "?");
+	s = str(rule, "description", &len);
+	if (s && len) {
+		fputs(" \xE2\x80\x94 ", out);
+		context_html_escape(out, s, len);
+	}
+	fputs(" <span class=\"src\">(", out);
+	if (member(rule, "file", json_type_string)) {
+		h_field(out, rule, "file", "?");
+		if (num(rule, "line", &d))
+			fprintf(out, ":%.0f", d);
+	} else {
+		fputs("command line", out);
+	}
+	fputs(")</span>, dump type ", out);
+	h_field(out, rule, "dump_type", "?");
+	fputs("</td></tr>\n", out);
+
+	row(out, "Conditions");
+	fputs("<ul>", out);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *cond = json_object_array_get_idx(conds, i);
+
+		fputs("<li><code>", out);
+		h_field(out, cond, "text", "?");
+		fputs("</code>: ", out);
+		h(out, fmt_cond_value(cond, b, sizeof(b)));
+		fputs(" at the fire</li>", out);
+	}
+	fputs("</ul></td></tr>\n", out);
+
+	row(out, "Dump");
+	fputs("size ", out);
+	if (num(dump, "bytes", &d))
+		fputs(units_format(d, UNIT_BYTES, b, sizeof(b)), out);
+	else
+		fputs("\xE2\x80\x94", out);
+	fputs(", took ", out);
+	if (num(dump, "duration_ms", &d))
+		fputs(units_format(d, UNIT_MS, b, sizeof(b)), out);
+	else
+		fputs("\xE2\x80\x94", out);
+	if (member(dump, "via", json_type_string)) {
+		fputs(", via ", out);
+		h_field(out, dump, "via", "?");
+	}
+	fputs("</td></tr>\n", out);
+
+	row(out, "Files");
+	html_link(out, prefix, dirfd, json_name);
+	s = str(dump, "file", &len);
+	if (strcmp(cls, "dump") == 0 && s && plain_name(s, len)) {
+		fputs(" \xC2\xB7 ", out);
+		html_link(out, prefix, dirfd, s);
+	}
+	fputs("</td></tr>\n</table>\n", out);
+	html_plot(out, ctx);
+	fputs("</article>\n", out);
+}
+
+static const char page_style[] =
+    "body{font-family:sans-serif;background:#fff;color:#111;margin:1.5em auto;max-width:1100px;padding:0 1em}\n"
+    "h1{font-size:1.4em;margin:0 0 .3em}\n"
+    "header{margin-bottom:1.2em}\n"
+    "header p{margin:.2em 0;color:#333}\n"
+    ".card{border:1px solid #bbb;border-left:6px solid #888;border-radius:4px;padding:.6em 1em;margin:0 0 "
+    "1.2em;background:#fff;break-inside:avoid;page-break-inside:avoid}\n"
+    ".card.dump{border-left-color:#2a7d3a}\n"
+    ".card.skipped{border-left-color:#b8860b}\n"
+    ".card.failed{border-left-color:#b22222}\n"
+    ".card h2{font-size:1.1em;margin:.2em 0 .5em;overflow-wrap:anywhere}\n"
+    ".badge{display:inline-block;font-size:.85em;padding:0 .5em;border-radius:3px;background:#eee;border:1px "
+    "solid #999}\n"
+    ".dump .badge{background:#e3f3e6}\n"
+    ".skipped .badge{background:#fbf1d6}\n"
+    ".failed .badge{background:#f8dcdc}\n"
+    ".proc{font-weight:normal;color:#333}\n"
+    ".error{color:#8b0000;margin:.3em 0;overflow-wrap:anywhere}\n"
+    "table{border-collapse:collapse;width:100%;font-size:.92em}\n"
+    "th{text-align:left;vertical-align:top;width:9em;padding:.15em .6em .15em 0;color:#444;font-weight:600}\n"
+    "td{padding:.15em 0;overflow-wrap:anywhere}\n"
+    "td ul{margin:0;padding-left:1.2em}\n"
+    "code{font-family:monospace;font-size:.95em}\n"
+    ".src{color:#555}\n"
+    ".plot{margin-top:.5em}\n"
+    ".plot svg{max-width:100%;height:auto}\n"
+    ".noplot{color:#555;font-style:italic}\n"
+    "a{color:#0645ad}\n"
+    "@media print{body{margin:0;max-width:none}.card{break-inside:avoid;page-break-inside:avoid}a{color:#000}}\n";
+
+/* ---- report ------------------------------------------------------------- */
+
+/* A context found in the directory, in the first pass. */
+struct entry {
+	char *name; /* the file's name in the directory */
+	int64_t fired_ms;
+};
+
+/* Newest first; among equal times by name, so the order is stable. */
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	if (x->fired_ms != y->fired_ms)
+		return x->fired_ms < y->fired_ms ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* Whether name is one the report reads: "*.json", not hidden. */
+static int json_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	return name[0] != '.' && len > 5 && strcmp(name + len - 5, ".json") == 0;
+}
+
+/* The first pass: every dump context in dirfd, with the counts by outcome.
+ * Returns the number of entries in *ret (free each name and the array), or
+ * -errno with a sentence. dir_shown is the escaped directory for warnings. */
+static int scan_dir(int dirfd, const char *dir_shown, struct entry **ret, size_t counts[4], char *err, size_t errlen)
+{
+	int fd = dup(dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct entry *ents = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	int e = 0;
+
+	*ret = NULL;
+	if (!d) {
+		e = errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s: cannot list: %s", dir_shown, strerror(e));
+		return -e;
+	}
+	for (;;) {
+		struct json_object *ctx;
+		char why[512], name[NAME_MAX * 4 + 1];
+		const char *cls;
+		int r;
+
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			e = errno;
+			break;
+		}
+		if (!json_name(de->d_name))
+			continue;
+		if (n == CONTEXT_REPORT_MAX) {
+			log_warn("%s: more than %d dump contexts; the others are left out", dir_shown,
+			         CONTEXT_REPORT_MAX);
+			break;
+		}
+		r = context_load(dirfd, de->d_name, 1, &ctx, why, sizeof(why));
+		if (r == -ENOMSG)
+			continue;
+		if (r == -ENOMEM) {
+			e = ENOMEM;
+			break;
+		}
+		if (r < 0) {
+			log_warn("%s/%s: %s, skipped", dir_shown, text_escape_str(de->d_name, name, sizeof(name)), why);
+			continue;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct entry *ne = realloc(ents, ncap * sizeof(*ne));
+			if (!ne) {
+				json_object_put(ctx);
+				e = ENOMEM;
+				break;
+			}
+			ents = ne;
+			cap = ncap;
+		}
+		ents[n].name = strdup(de->d_name);
+		if (!ents[n].name) {
+			json_object_put(ctx);
+			e = ENOMEM;
+			break;
+		}
+		ents[n].fired_ms = 0;
+		time_ms(ctx, "fired_unix_ms", &ents[n].fired_ms);
+		cls = outcome_class(ctx);
+		counts[strcmp(cls, "dump") == 0      ? 0
+		       : strcmp(cls, "skipped") == 0 ? 1
+		       : strcmp(cls, "failed") == 0  ? 2
+		                                     : 3]++;
+		json_object_put(ctx);
+		n++;
+	}
+	if (e) {
+		closedir(d);
+		for (size_t i = 0; i < n; i++)
+			free(ents[i].name);
+		free(ents);
+		snprintf(err, errlen, "%s: cannot list: %s", dir_shown, strerror(e));
+		return -e;
+	}
+	closedir(d);
+	qsort(ents, n, sizeof(*ents), entry_cmp);
+	*ret = ents;
+	return (int)n;
+}
+
+/* Creates a new file beside path for its next contents: O_EXCL and
+ * O_NOFOLLOW, so nothing prepared under that name is written through.
+ * Returns the descriptor with its name in tmp, or -errno. */
+static int tmp_create(const char *path, char *tmp, size_t tmplen)
+{
+	char dcopy[PATH_MAX], bcopy[PATH_MAX];
+	const char *dir, *base;
+
+	if (snprintf(dcopy, sizeof(dcopy), "%s", path) >= (int)sizeof(dcopy))
+		return -ENAMETOOLONG;
+	memcpy(bcopy, dcopy, sizeof(bcopy));
+	dir = dirname(dcopy);
+	base = basename(bcopy);
+	for (int i = 0; i < TMP_ATTEMPTS; i++) {
+		int fd;
+
+		if (snprintf(tmp, tmplen, "%s/.%s.%ld.%d.tmp", dir, base, (long)getpid(), i) >= (int)tmplen)
+			return -ENAMETOOLONG;
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* The page's relative prefix from the page's directory to dir ("" when the
+ * page is in dir). */
+static void link_prefix(const char *dir, const char *page, char *out, size_t outlen)
+{
+	char from[PATH_MAX], to[PATH_MAX], pcopy[PATH_MAX];
+
+	out[0] = '\0';
+	snprintf(pcopy, sizeof(pcopy), "%s", page);
+	if (!realpath(dir, to) || !realpath(dirname(pcopy), from) || context_relative_url(from, to, out, outlen) < 0)
+		out[0] = '\0';
+}
+
+static void html_page(FILE *out, int dirfd, const char *dir, const struct entry *ents, size_t n, const size_t counts[4],
+                      const char *prefix)
+{
+	char now[64], real[PATH_MAX];
+
+	/* The directory as the reader of a printed page can find it again. */
+	if (realpath(dir, real))
+		dir = real;
+
+	/* Also well-formed XML (void elements closed with "/>"), so XML tools
+	 * can check the page. */
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\" />\n"
+	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\" />\n"
+	      "<title>dumpwatch: dumps in ",
+	      out);
+	h(out, dir);
+	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<header>\n<h1>Dumps in <code>", page_style);
+	h(out, dir);
+	fprintf(out, "</code></h1>\n<p>%zu dump context%s: %zu dump%s, %zu skipped, %zu failed", n, n == 1 ? "" : "s",
+	        counts[0], counts[0] == 1 ? "" : "s", counts[1], counts[2]);
+	if (counts[3])
+		fprintf(out, ", %zu other", counts[3]);
+	fprintf(out, ". Newest first.</p>\n<p>Written %s by dumpwatch %s.</p>\n</header>\n<main>\n",
+	        fmt_utc((int64_t)time(NULL) * 1000, now, sizeof(now)), DW_VERSION);
+	if (n == 0)
+		fputs("<p>No dump context in this directory.</p>\n", out);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *ctx;
+		char why[512];
+
+		if (context_load(dirfd, ents[i].name, 1, &ctx, why, sizeof(why)) < 0) {
+			fputs("<article class=\"card other\"><h2>", out);
+			h(out, ents[i].name);
+			fputs("</h2><p class=\"error\">could not be read again: ", out);
+			h(out, why);
+			fputs("</p></article>\n", out);
+			continue;
+		}
+		html_card(out, ctx, ents[i].name, prefix, dirfd);
+		json_object_put(ctx);
+	}
+	fputs("</main>\n</body>\n</html>\n", out);
+}
+
+int context_report(const char *dir, const char *out_path, FILE *summary, char *err, size_t errlen)
+{
+	char dir_shown[PATH_MAX], page[PATH_MAX], page_shown[PATH_MAX], tmp[PATH_MAX], prefix[PATH_MAX * 3];
+	size_t counts[4] = {0, 0, 0, 0}, dlen = strlen(dir);
+	struct entry *ents = NULL;
+	int dirfd, fd, n, e = 0;
+	FILE *f;
+
+	text_escape_str(dir, dir_shown, sizeof(dir_shown));
+	if (out_path)
+		snprintf(page, sizeof(page), "%s", out_path);
+	else if (snprintf(page, sizeof(page), "%s%sindex.html", dir, dlen && dir[dlen - 1] == '/' ? "" : "/") >=
+	         (int)sizeof(page)) {
+		snprintf(err, errlen, "%s: the name is too long", dir_shown);
+		return -ENAMETOOLONG;
+	}
+	text_escape_str(page, page_shown, sizeof(page_shown));
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		e = errno;
+		snprintf(err, errlen, "%s: %s", dir_shown, strerror(e));
+		return -e;
+	}
+	n = scan_dir(dirfd, dir_shown, &ents, counts, err, errlen);
+	if (n < 0) {
+		close(dirfd);
+		return n;
+	}
+	link_prefix(dir, page, prefix, sizeof(prefix));
+	fd = tmp_create(page, tmp, sizeof(tmp));
+	if (fd < 0) {
+		e = -fd;
+		snprintf(err, errlen, "%s: cannot create a file beside it: %s", page_shown, strerror(e));
+		goto out;
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		e = errno;
+		close(fd);
+	} else {
+		html_page(f, dirfd, dir, ents, (size_t)n, counts, prefix);
+		if (fflush(f) != 0 || ferror(f))
+			e = errno ? errno : EIO;
+		else if (fsync(fileno(f)) < 0)
+			e = errno;
+		if (fclose(f) != 0 && !e)
+			e = errno;
+	}
+	if (!e && rename(tmp, page) < 0)
+		e = errno;
+	if (e) {
+		unlink(tmp);
+		snprintf(err, errlen, "%s: cannot write: %s", page_shown, strerror(e));
+		goto out;
+	}
+	{
+		char pcopy[PATH_MAX];
+		int pfd;
+
+		snprintf(pcopy, sizeof(pcopy), "%s", page);
+		pfd = open(dirname(pcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (pfd >= 0) {
+			fsync(pfd);
+			close(pfd);
+		}
+	}
+	fprintf(summary, "wrote %s: %d dump%s (%zu skipped, %zu failed)\n", page_shown, n, n == 1 ? "" : "s", counts[1],
+	        counts[2]);
+out:
+	for (int i = 0; i < n; i++)
+		free(ents[i].name);
+	free(ents);
+	close(dirfd);
+	return -e;
+}

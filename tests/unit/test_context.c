@@ -1,0 +1,565 @@
+/* Unit tests of the dump-context readers (context.h): the sidecar name, the
+ * sparkline (resampling by time, holding values over gaps, the marks under
+ * columns that hold the condition, ASCII and UTF-8), HTML escaping of hostile
+ * text, relative links; loading (what is refused and why); `show` and
+ * `report` on the hand-made contexts in tests/data/context (a dump, a failed
+ * dump whose strings hold markup, quotes and terminal escapes, a skipped
+ * one), including the atomic replacement of index.html. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "dumpwatch/context.h"
+
+#define CTX_DIR DW_TEST_DATA "/context"
+#define CTX_DUMP "GcLab-4807-20261118T110640Z"           /* outcome dump, fired 11:06:40 */
+#define CTX_HOSTILE "dotnet-6001-20261118T120640Z"       /* outcome failed, fired 12:06:40 */
+#define CTX_SKIPPED "OrderService-5120-20261117T110640Z" /* outcome skipped, a day before */
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static char *slurp(const char *path, size_t *ret_len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	*ret_len = 0;
+	if (!f)
+		return NULL;
+	n = getdelim(&buf, &cap, '\0', f);
+	fclose(f);
+	if (n < 0) {
+		free(buf);
+		return NULL;
+	}
+	*ret_len = (size_t)n;
+	return buf;
+}
+
+static void put_file(const char *dir, const char *name, const char *text, size_t len)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fwrite(text, 1, len, f);
+	fclose(f);
+}
+
+static void put_str(const char *dir, const char *name, const char *text)
+{
+	put_file(dir, name, text, strlen(text));
+}
+
+static void copy_fixture(const char *dir, const char *name)
+{
+	char src[PATH_MAX];
+	size_t len;
+	char *text;
+
+	snprintf(src, sizeof(src), "%s/%s.json", CTX_DIR, name);
+	text = slurp(src, &len);
+	CHECK_MSG(text != NULL, "%s", src);
+	if (!text)
+		return;
+	snprintf(src, sizeof(src), "%s.json", name);
+	put_file(dir, src, text, len);
+	free(text);
+}
+
+/* Removes dir and the files directly in it. */
+static void remove_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(fd, de->d_name, 0);
+	closedir(d);
+	rmdir(dir);
+}
+
+/* How many times needle occurs in s. */
+static int count(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* Whether s[0..len) holds a byte that is a C0 control other than newline, or DEL. */
+static int has_control(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (((unsigned char)s[i] < 0x20 && s[i] != '\n') || s[i] == 0x7f)
+			return 1;
+	return 0;
+}
+
+/* ---- pure parts -------------------------------------------------------- */
+
+static void test_sidecar_name(void)
+{
+	char out[64], tiny[8];
+
+	CHECK(context_sidecar_name("a/NAME.core", out, sizeof(out)) == 0);
+	CHECK_STR(out, "a/NAME.json");
+	CHECK(context_sidecar_name("NAME.json", out, sizeof(out)) == 0);
+	CHECK_STR(out, "NAME.json");
+	CHECK(context_sidecar_name("NAME", out, sizeof(out)) == 0);
+	CHECK_STR(out, "NAME.json");
+	CHECK(context_sidecar_name("NAME.svg", out, sizeof(out)) == 0);
+	CHECK_STR(out, "NAME.json");
+	CHECK(context_sidecar_name("x.core.gz", out, sizeof(out)) == 0);
+	CHECK_STR(out, "x.core.gz.json");
+	CHECK(context_sidecar_name(".core", out, sizeof(out)) == 0);
+	CHECK_STR(out, ".json");
+	CHECK(context_sidecar_name("abcdefgh", tiny, sizeof(tiny)) == -ENAMETOOLONG);
+	CHECK(context_sidecar_name("abc.core", tiny, sizeof(tiny)) == -ENAMETOOLONG); /* "abc.json" + NUL */
+	CHECK(context_sidecar_name("ab.core", tiny, sizeof(tiny)) == 0);
+	CHECK_STR(tiny, "ab.json");
+}
+
+static void test_sparkline(void)
+{
+	double t[16], v[16], lo, hi;
+	char bars[3 * 16 + 1], marks[17];
+	int r;
+
+	/* 0..7 over 8 columns: one level per column; marks where v > 4.5. */
+	for (int i = 0; i < 8; i++) {
+		t[i] = -7000 + 1000.0 * i;
+		v[i] = i;
+	}
+	r = context_sparkline(t, v, 8, 8, ">", 4.5, 0, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK(r == 8);
+	CHECK_STR(bars, " .:-=+*#");
+	CHECK_STR(marks, "     ^^^");
+	CHECK(lo == 0 && hi == 7);
+	r = context_sparkline(t, v, 8, 8, ">", 4.5, 1, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK(r == 8);
+	CHECK_STR(bars, "\u2581\u2582\u2583\u2584\u2585\u2586\u2587\u2588");
+	/* "<=": the lowest value of a column counts, marks where it holds. */
+	r = context_sparkline(t, v, 8, 8, "<=", 1, 0, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK_STR(marks, "^^      ");
+	/* No threshold, or an op that is not one: no marks. */
+	context_sparkline(t, v, 8, 8, NULL, 1, 0, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK_STR(marks, "        ");
+	context_sparkline(t, v, 8, 8, "==", 1, 0, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK_STR(marks, "        ");
+
+	/* Resampled by time: two points far apart, a gap held at the first
+	 * value, the last column gets the last point. */
+	t[0] = 0, v[0] = 10;
+	t[1] = 1000, v[1] = 20;
+	r = context_sparkline(t, v, 2, 4, ">", 15, 0, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK(r == 4);
+	CHECK_STR(bars, "   #");
+	CHECK_STR(marks, "   ^");
+
+	/* Several points in one column: ">" shows the highest. */
+	t[0] = 0, v[0] = 1;
+	t[1] = 10, v[1] = 9;
+	t[2] = 20, v[2] = 2;
+	t[3] = 1000, v[3] = 1;
+	r = context_sparkline(t, v, 4, 2, ">", 100, 0, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK_STR(bars, "# ");
+	CHECK(hi == 9 && lo == 1);
+
+	/* Flat: every column at the lowest level. */
+	t[0] = 0, v[0] = 5;
+	t[1] = 100, v[1] = 5;
+	r = context_sparkline(t, v, 2, 3, ">=", 5, 1, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK(r == 3);
+	CHECK_STR(bars, "\u2581\u2581\u2581");
+	CHECK_STR(marks, "^^^");
+
+	/* One point: a flat line of it. */
+	r = context_sparkline(t, v, 1, 5, ">", 1, 0, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK(r == 5);
+	CHECK_STR(bars, "     ");
+
+	/* Non-finite points are skipped; none finite draws nothing. */
+	t[0] = 0, v[0] = NAN;
+	t[1] = NAN, v[1] = 3;
+	t[2] = 5, v[2] = 4;
+	t[3] = 10, v[3] = INFINITY;
+	r = context_sparkline(t, v, 4, 4, ">", 1, 0, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK(r == 4 && lo == 4 && hi == 4);
+	r = context_sparkline(t, v, 2, 4, ">", 1, 0, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK(r == 0 && bars[0] == '\0' && marks[0] == '\0');
+	r = context_sparkline(t, v, 0, 4, ">", 1, 0, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi);
+	CHECK(r == 0);
+
+	/* Output too small for the columns (UTF-8 takes 3 bytes a column). */
+	CHECK(context_sparkline(t, v, 4, 16, ">", 1, 1, bars, 3 * 16, marks, sizeof(marks), &lo, &hi) == -ENOBUFS);
+	CHECK(context_sparkline(t, v, 4, 16, ">", 1, 0, bars, sizeof(bars), marks, 16, &lo, &hi) == -ENOBUFS);
+	CHECK(context_sparkline(t, v, 4, 0, ">", 1, 0, bars, sizeof(bars), marks, sizeof(marks), &lo, &hi) == -ENOBUFS);
+}
+
+static void check_html(const char *in, size_t len, const char *want)
+{
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *m = open_memstream(&buf, &blen);
+
+	context_html_escape(m, in, len);
+	fclose(m);
+	CHECK_STR(buf, want);
+	free(buf);
+}
+
+#define HTML(lit, want) check_html(lit, sizeof(lit) - 1, want)
+
+static void test_html_escape(void)
+{
+	HTML("plain caf\xC3\xA9", "plain caf\xC3\xA9");
+	HTML("<b>x</b>", "&lt;b&gt;x&lt;/b&gt;");
+	HTML("a&b \"q\" 'p'", "a&amp;b &quot;q&quot; &#39;p&#39;");
+	HTML("&amp;", "&amp;amp;");
+	/* Controls left out; tab, newline, CR as a space; NUL left out. */
+	HTML("\x1b[31mred\x07", "[31mred");
+	HTML("a\tb\nc\rd", "a b c d");
+	HTML("a\0b", "ab");
+	/* C1 controls, bidi overrides and line separators left out. */
+	HTML("x\xC2\x9By\xE2\x80\xAEz\xE2\x80\xA8w", "xyzw");
+	/* Invalid UTF-8: each bad byte one U+FFFD. */
+	HTML("\xFF<\xC3", "\xEF\xBF\xBD&lt;\xEF\xBF\xBD");
+	HTML("\xED\xA0\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+	HTML("", "");
+}
+
+static void test_relative_url(void)
+{
+	char out[256], tiny[4];
+
+	CHECK(context_relative_url("/a/b", "/a/b", out, sizeof(out)) == 0);
+	CHECK_STR(out, "");
+	CHECK(context_relative_url("/srv/www", "/var/lib/dumpwatch/dumps", out, sizeof(out)) == 0);
+	CHECK_STR(out, "../../var/lib/dumpwatch/dumps/");
+	CHECK(context_relative_url("/a", "/a/b c", out, sizeof(out)) == 0);
+	CHECK_STR(out, "b%20c/");
+	CHECK(context_relative_url("/a/b/c", "/a", out, sizeof(out)) == 0);
+	CHECK_STR(out, "../../");
+	CHECK(context_relative_url("/", "/x:y", out, sizeof(out)) == 0);
+	CHECK_STR(out, "x%3Ay/");
+	CHECK(context_relative_url("/ab", "/abc", out, sizeof(out)) == 0); /* not a common component */
+	CHECK_STR(out, "../abc/");
+	CHECK(context_relative_url("/a/b/c/d", "/", tiny, sizeof(tiny)) == -ENAMETOOLONG);
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+static void test_load(void)
+{
+	static const char *names[] = {CTX_DUMP, CTX_HOSTILE, CTX_SKIPPED};
+	char dir[] = "/tmp/test_context.XXXXXX", path[PATH_MAX], err[512];
+	struct json_object *ctx;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s.json", CTX_DIR, names[i]);
+		CHECK_MSG(context_load(AT_FDCWD, path, 1, &ctx, err, sizeof(err)) == 0, "%s: %s", path, err);
+		json_object_put(ctx);
+	}
+
+	CHECK(mkdtemp(dir) != NULL);
+	put_str(dir, "other.json", "{\"a\": 1}\n");
+	put_str(dir, "array.json", "[1, 2]");
+	put_str(dir, "broken.json", "{\"dumpwatch_context\": 1,");
+	put_str(dir, "trailing.json", "{\"dumpwatch_context\": 1} {}");
+	put_file(dir, "nul.json", "{\"dumpwatch_context\"\0: 1}", 25); /* a NUL inside */
+	put_str(dir, "v2.json", "{\"dumpwatch_context\": 2}");
+	put_str(dir, "vstr.json", "{\"dumpwatch_context\": \"1\"}");
+	put_str(dir, "partial.json", "{\"dumpwatch_context\": 1, \"outcome\": \"dump\"}");
+	put_str(dir, "notime.json",
+	        "{\"dumpwatch_context\": 1, \"outcome\": \"dump\", \"rule\": {}, \"process\": {}, "
+	        "\"fired_unix_ms\": null}");
+	put_str(dir, "minimal.json",
+	        "{\"dumpwatch_context\": 1, \"outcome\": \"dump\", \"rule\": {}, \"process\": {}, "
+	        "\"fired_unix_ms\": 1795000000123}");
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	CHECK(fd >= 0);
+	CHECK(context_load(fd, "missing.json", 1, &ctx, err, sizeof(err)) == -ENOENT && ctx == NULL);
+	CHECK(context_load(fd, "other.json", 1, &ctx, err, sizeof(err)) == -ENOMSG);
+	CHECK(context_load(fd, "array.json", 1, &ctx, err, sizeof(err)) == -ENOMSG);
+	CHECK(context_load(fd, "broken.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
+	CHECK(strstr(err, "not JSON") != NULL);
+	CHECK(context_load(fd, "trailing.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
+	CHECK(context_load(fd, "nul.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
+	CHECK(context_load(fd, "v2.json", 1, &ctx, err, sizeof(err)) == -EPROTONOSUPPORT);
+	CHECK(context_load(fd, "vstr.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
+	CHECK(context_load(fd, "partial.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
+	CHECK_STR(err, "a broken dump context: no \"rule\" object");
+	CHECK(context_load(fd, "notime.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
+	CHECK(context_load(fd, "minimal.json", 1, &ctx, err, sizeof(err)) == 0);
+	/* The least a view needs shows, with "?" for what is missing. */
+	{
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&buf, &len);
+
+		CHECK(context_show(m, ctx, 0) == 0);
+		fclose(m);
+		CHECK(strstr(buf, "outcome:   dump\nrule:      ? (command line)\n") != NULL);
+		CHECK(strstr(buf, "2026-11-18T11:06:40.123Z") != NULL);
+		free(buf);
+	}
+	json_object_put(ctx);
+
+	/* A directory, a FIFO (must not block), a symbolic link with nofollow. */
+	CHECK(mkdirat(fd, "d.json", 0700) == 0);
+	CHECK(context_load(fd, "d.json", 1, &ctx, err, sizeof(err)) == -EINVAL);
+	CHECK_STR(err, "not a regular file");
+	CHECK(mkfifoat(fd, "fifo.json", 0600) == 0);
+	CHECK(context_load(fd, "fifo.json", 1, &ctx, err, sizeof(err)) == -EINVAL);
+	CHECK(symlinkat("minimal.json", fd, "link.json") == 0);
+	CHECK(context_load(fd, "link.json", 1, &ctx, err, sizeof(err)) == -ELOOP);
+	CHECK(context_load(fd, "link.json", 0, &ctx, err, sizeof(err)) == 0);
+	json_object_put(ctx);
+	/* Larger than the cap (sparse: no disk used). */
+	{
+		int big = openat(fd, "big.json", O_WRONLY | O_CREAT | O_EXCL, 0600);
+		CHECK(big >= 0 && ftruncate(big, (off_t)CONTEXT_FILE_MAX + 1) == 0);
+		close(big);
+		CHECK(context_load(fd, "big.json", 1, &ctx, err, sizeof(err)) == -EFBIG);
+	}
+	unlinkat(fd, "d.json", AT_REMOVEDIR);
+	close(fd);
+	remove_dir(dir);
+}
+
+/* ---- show --------------------------------------------------------------- */
+
+static char *show(const char *name, int utf8)
+{
+	char path[PATH_MAX], err[512], *buf = NULL;
+	struct json_object *ctx;
+	size_t len = 0;
+	FILE *m;
+
+	snprintf(path, sizeof(path), "%s/%s.json", CTX_DIR, name);
+	if (context_load(AT_FDCWD, path, 0, &ctx, err, sizeof(err)) < 0) {
+		CHECK_MSG(0, "%s: %s", path, err);
+		return strdup("");
+	}
+	m = open_memstream(&buf, &len);
+	CHECK(context_show(m, ctx, utf8) == 0);
+	fclose(m);
+	json_object_put(ctx);
+	CHECK_MSG(!has_control(buf, len), "%s: a control character in the text", name);
+	return buf;
+}
+
+static void test_show(void)
+{
+	char *out = show(CTX_DUMP, 1), err[PATH_MAX + 512];
+	FILE *devnull;
+
+	CHECK(strstr(out, "outcome:   dump\n") != NULL);
+	CHECK(strstr(out, "rule:      loh-balloon (/etc/dumpwatch/rules.d/gclab.json:3)\n") != NULL);
+	CHECK(strstr(out, "  loh-size > 300MB for 2s: 351.2MB at the fire\n") != NULL);
+	CHECK(strstr(out, "  gc-pause >= 20ms: 42ms at the fire\n") != NULL);
+	CHECK(strstr(out, "fired:     2026-11-18T11:06:40.123Z (local ") != NULL);
+	CHECK(strstr(out, "dump:      started +12ms, ended +1.05s from the fire, took 1.03s, via runtime\n") != NULL);
+	CHECK(strstr(out, "size:      494.0MB (494000000 bytes)\n") != NULL);
+	CHECK(strstr(out, "process:   4807 GcLab, user alice (uid 1000), .NET 10.0.0\n") != NULL);
+	CHECK(strstr(out, "cmdline:   /app/GcLab loh 350\n") != NULL);
+	CHECK(strstr(out, "\u2588") != NULL);                /* a full block: the peak */
+	CHECK(strstr(out, "^^^^^  ^: > 300.0MB\n") != NULL); /* the columns over the threshold */
+	CHECK(strstr(out, "last GCs (10 of 14, oldest first):\n") != NULL);
+	CHECK(count(out, "AllocLarge / Background") == 4); /* GCs 104, 107, 110, 113 */
+	CHECK(strstr(out, "      103 ") == NULL && strstr(out, "      104 ") != NULL);
+	free(out);
+
+	out = show(CTX_SKIPPED, 0);
+	CHECK(strstr(out, "outcome:   skipped: less than 10% free on /var/lib/dumpwatch/dumps") != NULL);
+	CHECK(strstr(out, "  System.Runtime/cpu-usage >= 90% for 2s: at least 94.5% at the fire\n") != NULL);
+	CHECK(strstr(out, "dump:      never started\n") != NULL);
+	CHECK(strstr(out, "size:") == NULL);
+	CHECK(strstr(out, "#") != NULL && strstr(out, "\u2588") == NULL); /* ASCII */
+	CHECK(strstr(out, "no GC in the context\n") != NULL);
+	free(out);
+
+	/* Hostile strings stay on their lines, escaped; markup is just text. */
+	out = show(CTX_HOSTILE, 1);
+	CHECK(strstr(out, "outcome:   failed: createdump exited with status 1: <b>not</b> \"enough\" 'memory' & "
+	                  "more\\nsecond line\n") != NULL);
+	CHECK(strstr(out, "rule:      <i>rule</i>\"'& (command line)\n") != NULL);
+	CHECK(strstr(out, "\\x1b[31mred\\x1b[0m and \\u202eevil\n") != NULL);
+	CHECK(strstr(out, "process:   6001 <b>x</b>, uid 1001, .NET 9.0.1\\x1b]0;title\\x07\n") != NULL);
+	CHECK(strstr(out, "\\x07bell\\ttab\n") != NULL);
+	CHECK(strstr(out, "  System.Runtime/cpu-usage > 90% for 10s: no value at the fire\n") != NULL);
+	CHECK(strstr(out, "    no history\n") != NULL);
+	CHECK(strstr(out, "<AllocLarge> / \\x1b[2J (incomplete)\n") != NULL);
+	free(out);
+
+	/* context_show_file: the sidecar of NAME.core, and its errors. */
+	devnull = fopen("/dev/null", "w");
+	CHECK(context_show_file(CTX_DIR "/" CTX_DUMP ".core", devnull, err, sizeof(err)) == 0);
+	CHECK(context_show_file(CTX_DIR "/" CTX_DUMP, devnull, err, sizeof(err)) == 0);
+	CHECK(context_show_file(CTX_DIR "/nothing.core", devnull, err, sizeof(err)) == -ENOENT);
+	CHECK_STR(err, CTX_DIR "/nothing.core: " CTX_DIR "/nothing.json: No such file or directory");
+	CHECK(context_show_file("/dev/null.json", devnull, err, sizeof(err)) == -ENOENT);
+	CHECK(context_show_file("bad\x1b[2J.json", devnull, err, sizeof(err)) == -ENOENT);
+	CHECK_STR(err, "bad\\x1b[2J.json: No such file or directory");
+	fclose(devnull);
+}
+
+/* ---- report ------------------------------------------------------------- */
+
+static void test_report(void)
+{
+	char dir[] = "/tmp/test_context.XXXXXX", other[] = "/tmp/test_context_out.XXXXXX";
+	char path[PATH_MAX], target[PATH_MAX], err[PATH_MAX * 2], *page, *sum = NULL;
+	const char *p_hostile, *p_dump, *p_skipped;
+	size_t len, sumlen = 0;
+	struct stat st;
+	FILE *m;
+	int r;
+
+	CHECK(mkdtemp(dir) != NULL);
+	CHECK(mkdtemp(other) != NULL);
+	copy_fixture(dir, CTX_DUMP);
+	copy_fixture(dir, CTX_HOSTILE);
+	copy_fixture(dir, CTX_SKIPPED);
+	put_str(dir, "other.json", "{\"rules\": []}");                    /* skipped silently */
+	put_str(dir, "broken.json", "{\"dumpwatch_context\": 1, \"outc"); /* with a warning */
+	put_str(dir, ".hidden.json", "{");                                /* never read */
+	put_file(dir, CTX_DUMP ".core", "core", 4);
+	/* index.html is a link to a file elsewhere: replaced, not written through. */
+	snprintf(target, sizeof(target), "%s/target", other);
+	put_str(other, "target", "keep");
+	snprintf(path, sizeof(path), "%s/index.html", dir);
+	CHECK(symlink(target, path) == 0);
+
+	m = open_memstream(&sum, &sumlen);
+	r = context_report(dir, NULL, m, err, sizeof(err));
+	fclose(m);
+	CHECK_MSG(r == 0, "%s", err);
+	{
+		char want[PATH_MAX + 128];
+		snprintf(want, sizeof(want), "wrote %s/index.html: 3 dumps (1 skipped, 1 failed)\n", dir);
+		CHECK_STR(sum, want);
+	}
+	free(sum);
+	CHECK(lstat(path, &st) == 0 && S_ISREG(st.st_mode));
+	page = slurp(target, &len);
+	CHECK(page && strcmp(page, "keep") == 0);
+	free(page);
+
+	page = slurp(path, &len);
+	CHECK(page != NULL);
+	if (!page)
+		goto out;
+	CHECK(strncmp(page, "<!DOCTYPE html>\n", 16) == 0);
+	CHECK(strstr(page, "3 dump contexts: 1 dump, 1 skipped, 1 failed") != NULL);
+	/* Newest first. */
+	p_hostile = strstr(page, "<article class=\"card failed\">");
+	p_dump = strstr(page, "<article class=\"card dump\">");
+	p_skipped = strstr(page, "<article class=\"card skipped\">");
+	CHECK(p_hostile && p_dump && p_skipped && p_hostile < p_dump && p_dump < p_skipped);
+	CHECK(count(page, "<article") == 3);
+	/* Each card has its plot inline, without an XML declaration. */
+	CHECK(count(page, "<div class=\"plot\"><svg") == 3);
+	CHECK(strstr(page, "<?xml") == NULL);
+	/* Hostile text is text; nothing runs, nothing is fetched. */
+	CHECK(strstr(page, "<script") == NULL);
+	CHECK(strstr(page, "<b>x</b>") == NULL);
+	CHECK(strstr(page, "&lt;b&gt;x&lt;/b&gt; (pid 6001)") != NULL);
+	CHECK(strstr(page, "&lt;i&gt;rule&lt;/i&gt;&quot;&#39;&amp;") != NULL);
+	CHECK(strstr(page, "&lt;svg onload=alert(1)&gt;") != NULL);
+	CHECK(!has_control(page, len));
+	CHECK(strstr(page, "\xE2\x80\xAE") == NULL); /* the bidi override is left out */
+	CHECK(strstr(page, "src=") == NULL && strstr(page, "@import") == NULL && strstr(page, "url(") == NULL);
+	/* Links: relative, to the context, and to the core only for a dump and
+	 * only by a plain name ("../../etc/passwd" in the failed one is not). */
+	CHECK(strstr(page, "<a href=\"" CTX_DUMP ".json\">") != NULL);
+	CHECK(strstr(page, "<a href=\"" CTX_DUMP ".core\">" CTX_DUMP ".core</a></td>") != NULL);
+	CHECK(strstr(page, "<a href=\"" CTX_SKIPPED ".json\">") != NULL);
+	CHECK(strstr(page, CTX_SKIPPED ".core") == NULL);
+	CHECK(strstr(page, "passwd") == NULL);
+	CHECK(count(page, "<a href=") == 4);
+	/* Sizes and durations, "—" when not known. */
+	CHECK(strstr(page, "size 494.0MB, took 1.03s, via runtime") != NULL);
+	CHECK(strstr(page, "size \xE2\x80\x94, took \xE2\x80\x94</td>") != NULL);
+	CHECK(strstr(page, "@media print") != NULL);
+	free(page);
+
+	/* -o elsewhere: the links lead back to the directory; a missing core
+	 * is marked. */
+	CHECK(unlink(path) == 0);
+	{
+		char core[PATH_MAX], want[PATH_MAX + 64];
+		const char *base = strrchr(dir, '/') + 1;
+
+		snprintf(core, sizeof(core), "%s/%s.core", dir, CTX_DUMP);
+		CHECK(unlink(core) == 0);
+		snprintf(path, sizeof(path), "%s/page.html", other);
+		m = fopen("/dev/null", "w");
+		CHECK(context_report(dir, path, m, err, sizeof(err)) == 0);
+		fclose(m);
+		page = slurp(path, &len);
+		CHECK(page != NULL);
+		snprintf(want, sizeof(want), "<a href=\"../%s/%s.json\">", base, CTX_DUMP);
+		CHECK(page && strstr(page, want) != NULL);
+		CHECK(page && strstr(page, ".core</a> (missing)") != NULL);
+		free(page);
+		snprintf(path, sizeof(path), "%s/index.html", dir);
+		CHECK(access(path, F_OK) < 0); /* nothing written in DIR */
+	}
+
+	/* Errors: no such directory; an output directory that does not exist. */
+	CHECK(context_report("/nonexistent-dir", NULL, stdout, err, sizeof(err)) == -ENOENT);
+	CHECK_STR(err, "/nonexistent-dir: No such file or directory");
+	snprintf(path, sizeof(path), "%s/no/page.html", other);
+	CHECK(context_report(dir, path, stdout, err, sizeof(err)) == -ENOENT);
+	/* An empty directory still gets its page. */
+	{
+		char empty[] = "/tmp/test_context_empty.XXXXXX";
+		CHECK(mkdtemp(empty) != NULL);
+		m = fopen("/dev/null", "w");
+		CHECK(context_report(empty, NULL, m, err, sizeof(err)) == 0);
+		fclose(m);
+		snprintf(path, sizeof(path), "%s/index.html", empty);
+		page = slurp(path, &len);
+		CHECK(page && strstr(page, "No dump context in this directory.") != NULL);
+		free(page);
+		remove_dir(empty);
+	}
+out:
+	remove_dir(dir);
+	remove_dir(other);
+}
+
+int main(void)
+{
+	test_sidecar_name();
+	test_sparkline();
+	test_html_escape();
+	test_relative_url();
+	test_load();
+	test_show();
+	test_report();
+	return check_done();
+}
