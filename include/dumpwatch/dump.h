@@ -68,8 +68,10 @@ struct dump_request {
 	const char *name_template;         /* NULL or "": DW_DEFAULT_DUMP_NAME_TEMPLATE */
 	const struct store_limits *limits; /* NULL: none */
 	int64_t timeout_ns;                /* createdump is killed past it; 0: no limit */
-	/* Called for each stored dump deleted to make room (delete_oldest). */
-	void (*deleted)(void *ctx, const char *path, uint64_t bytes);
+	/* Called for each stored dump deleted to make room (delete_oldest),
+	 * with its context files; context_only: the context files of a dump
+	 * that was not taken (path names its JSON). */
+	void (*deleted)(void *ctx, const char *path, uint64_t bytes, int context_only);
 	void *ctx;
 };
 

@@ -35,6 +35,7 @@ struct store_entry {
 	 * was skipped or failed. name is one of them. Not a dump for
 	 * max_count; deleted with the oldest all the same. */
 	int context_only;
+	int doomed; /* store_admit: to be deleted to make room */
 };
 
 struct store_state {
@@ -73,10 +74,12 @@ int store_scan(int dirfd, struct store_state *out);
 void store_state_free(struct store_state *s);
 
 /* Decides whether a dump of estimate bytes may be written. Returns 0 when it
- * may, after deleting the *ret_n_delete oldest entries (0 unless
- * delete_oldest); -ENOSPC with the reason in why when it may not. Pure. */
-int store_admit(const struct store_state *s, const struct store_limits *l, uint64_t estimate, size_t *ret_n_delete,
-                char *why, size_t whylen);
+ * may, after deleting the *ret_n_delete entries marked doomed (0 unless
+ * delete_oldest): the oldest first, a context-only entry only while space,
+ * not the count of dumps, is short; -ENOSPC with the reason in why when it
+ * may not (nothing marked). Pure but for the marks. */
+int store_admit(struct store_state *s, const struct store_limits *l, uint64_t estimate, size_t *ret_n_delete, char *why,
+                size_t whylen);
 
 /* What a dump of one process is expected to take, and the most it can: its
  * memory as /proc/PID/maps lists it. createdump writes the pages of a

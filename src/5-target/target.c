@@ -851,15 +851,17 @@ static void on_pidfd(struct loop *l, int fd, uint32_t events, void *ctx)
 
 /* ---- evaluation, fire, dump ------------------------------------------- */
 
-static void on_dump_deleted(void *ctx, const char *path, uint64_t bytes)
+static void on_dump_deleted(void *ctx, const char *path, uint64_t bytes, int context_only)
 {
 	struct target *t = ctx;
 	struct json_object *rec = rec_new(t);
 
 	json_object_object_add(rec, "deleted", json_object_new_string(path));
 	json_object_object_add(rec, "bytes", json_object_new_int64((int64_t)bytes));
-	journal_write(t->cfg->journal, "dump-deleted", rec);
-	log_info("deleted %s (%.1f MB) to make room for a dump of pid %d", path, (double)bytes / 1e6, (int)t->dt.pid);
+	journal_write(t->cfg->journal, context_only ? "context-deleted" : "dump-deleted", rec);
+	log_info("deleted %s%s (%.1f MB) to make room for a dump of pid %d", path,
+	         context_only ? ", the context of a dump not taken," : " and its context files", (double)bytes / 1e6,
+	         (int)t->dt.pid);
 }
 
 /* Writes the context files of the fire in t->fx beside its dump (res: the

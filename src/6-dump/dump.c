@@ -881,8 +881,11 @@ static int admit(struct dump_job *job, const struct dump_request *req, char *err
 		store_state_free(&s);
 		return r;
 	}
-	for (size_t i = 0; i < n_delete; i++) {
+	for (size_t i = 0; i < s.n && n_delete > 0; i++) {
 		char path[PATH_MAX + NAME_MAX + 2];
+		if (!s.entries[i].doomed)
+			continue;
+		n_delete--;
 		snprintf(path, sizeof(path), "%s/%s", job->dir, s.entries[i].name);
 		r = store_delete(job->store_fd, &s.entries[i]);
 		if (r < 0) {
@@ -892,7 +895,7 @@ static int admit(struct dump_job *job, const struct dump_request *req, char *err
 			return -e;
 		}
 		if (req->deleted)
-			req->deleted(req->ctx, path, s.entries[i].bytes);
+			req->deleted(req->ctx, path, s.entries[i].bytes, s.entries[i].context_only);
 	}
 	store_state_free(&s);
 	return 0;

@@ -388,33 +388,40 @@ static const char *violation(const struct store_state *s, const struct store_lim
 	return NULL;
 }
 
-int store_admit(const struct store_state *s, const struct store_limits *l, uint64_t estimate, size_t *ret_n_delete,
-                char *why, size_t whylen)
+int store_admit(struct store_state *s, const struct store_limits *l, uint64_t estimate, size_t *ret_n_delete, char *why,
+                size_t whylen)
 {
 	uint64_t free_bytes = s->free_bytes, stored = s->stored_bytes;
-	size_t k = 0;
+	size_t dumps = s->n - s->n_context_only, n_delete = 0;
 	char first[512];
 
 	*ret_n_delete = 0;
-	size_t dumps = s->n - s->n_context_only;
-
+	for (size_t k = 0; k < s->n; k++)
+		s->entries[k].doomed = 0;
 	if (!violation(s, l, estimate, free_bytes, stored, dumps, first, sizeof(first)))
 		return 0;
 	if (l->delete_oldest) {
 		/* Deleting a dump gives back what it takes on disk, with its
-		 * context files; context files of a dump that was not taken go
-		 * in their turn. */
-		while (k < s->n) {
-			free_bytes += s->entries[k].bytes;
-			stored -= s->entries[k].bytes;
-			if (!s->entries[k].context_only)
+		 * context files; the context files of a dump that was not
+		 * taken go in their turn, but only for space: they are not a
+		 * dump for the count. */
+		for (size_t k = 0; k < s->n; k++) {
+			struct store_entry *e = &s->entries[k];
+			if (e->context_only && !violation(s, l, estimate, free_bytes, stored, 0, why, whylen))
+				continue;
+			e->doomed = 1;
+			n_delete++;
+			free_bytes += e->bytes;
+			stored -= e->bytes;
+			if (!e->context_only)
 				dumps--;
-			k++;
 			if (!violation(s, l, estimate, free_bytes, stored, dumps, why, whylen)) {
-				*ret_n_delete = k;
+				*ret_n_delete = n_delete;
 				return 0;
 			}
 		}
+		for (size_t k = 0; k < s->n; k++)
+			s->entries[k].doomed = 0;
 		snprintf(why, whylen, "%s; deleting all %zu stored dump(s) would not be enough", first,
 		         s->n - s->n_context_only);
 		return -ENOSPC;

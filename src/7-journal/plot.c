@@ -87,6 +87,7 @@ struct panel {
 struct plot {
 	FILE *out;
 	double fired_ms;
+	double slot_ms; /* the history's resolution; 0: unknown */
 	int has_start, has_end;
 	double start_ms, end_ms; /* relative to the fire */
 	struct json_object *gcs; /* an array, or NULL */
@@ -605,33 +606,56 @@ static void draw_y_axis(const struct plot *pl, const struct panel *pn, double to
 	}
 }
 
-/* The series of pn: the min..max band, then the line of the last values. */
+/* The series of pn: the min..max band of each slot, then the line of the
+ * last values. A point holds its slot's values from the slot's start until
+ * the next point (a run of one value is kept as its first and last point),
+ * so the line is drawn in steps, and the last value holds until the fire. */
 static void draw_series(const struct plot *pl, const struct panel *pn, double top)
 {
 	FILE *out = pl->out;
 	struct point p;
 	size_t i;
+	int have_prev = 0;
+	double prev_y = 0, last_t = 0, last_y = 0;
 
-	if (pn->n_valid >= 2) {
-		fputs("<polygon class=\"band\" fill=\"" COLOR_BAND "\" fill-opacity=\"0.55\" stroke=\"none\" points=\"",
-		      out);
-		for (i = 0; i < pn->n_points; i++)
-			if (point_get(pn->points, i, &p))
-				fprintf(out, "%.2f,%.2f ", map_x(pl, p.t), map_y(pn, top, p.hi));
-		for (i = pn->n_points; i-- > 0;)
-			if (point_get(pn->points, i, &p))
-				fprintf(out, "%.2f,%.2f ", map_x(pl, p.t), map_y(pn, top, p.lo));
-		fputs("\"/>\n", out);
+	if (pl->slot_ms > 0) {
+		int open = 0;
+		for (i = 0; i < pn->n_points; i++) {
+			if (!point_get(pn->points, i, &p) || !(p.hi > p.lo))
+				continue;
+			if (!open)
+				fputs("<path class=\"band\" fill=\"" COLOR_BAND
+				      "\" fill-opacity=\"0.55\" stroke=\"none\" d=\"",
+				      out);
+			open = 1;
+			double x0 = map_x(pl, p.t),
+			       x1 = fmin(map_x(pl, p.t + pl->slot_ms), PLOT_LEFT + PLOT_AREA_WIDTH);
+			fprintf(out, "M%.2f %.2fH%.2fV%.2fH%.2fZ", x0, map_y(pn, top, p.hi), fmax(x1, x0 + 1),
+			        map_y(pn, top, p.lo), x0);
+		}
+		if (open)
+			fputs("\"/>\n", out);
 	}
 	fprintf(out,
 	        "<polyline class=\"series\" data-points=\"%zu\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" "
 	        "stroke-linejoin=\"round\" points=\"",
 	        pn->n_valid, COLOR_SERIES);
-	for (i = 0; i < pn->n_points; i++)
-		if (point_get(pn->points, i, &p))
-			fprintf(out, "%.2f,%.2f ", map_x(pl, p.t), map_y(pn, top, p.last));
+	for (i = 0; i < pn->n_points; i++) {
+		if (!point_get(pn->points, i, &p))
+			continue;
+		double x = map_x(pl, p.t), y = map_y(pn, top, p.last);
+		if (have_prev)
+			fprintf(out, "%.2f,%.2f ", x, prev_y);
+		fprintf(out, "%.2f,%.2f ", x, y);
+		have_prev = 1;
+		prev_y = y;
+		last_t = p.t;
+		last_y = y;
+	}
+	if (have_prev && last_t < 0)
+		fprintf(out, "%.2f,%.2f ", map_x(pl, 0), last_y);
 	fputs("\"/>\n", out);
-	if (pn->n_valid == 1) {
+	if (pn->n_valid == 1 && last_t >= 0) {
 		/* A line of one point draws nothing. */
 		for (i = 0; i < pn->n_points; i++)
 			if (point_get(pn->points, i, &p))
@@ -843,6 +867,8 @@ static int plot_load(struct plot *pl, struct json_object *ctx, char *err, size_t
 	}
 	pl->gcs = jarray(ctx, "gcs");
 	pl->n_gcs = capped_length(pl->gcs, PLOT_MAX_GCS);
+	if (jnum(jget(ctx, "history"), "slot_ms", &v) && v > 0 && v <= 3600e3)
+		pl->slot_ms = v;
 
 	pl->xmin = pl->xmax = 0.0;
 	if (pl->has_start) {

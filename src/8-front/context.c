@@ -128,7 +128,7 @@ static int unit_of(struct json_object *o)
 static const char *fmt_value(struct json_object *o, double v, char *buf, size_t buflen)
 {
 	int k = unit_of(o);
-	char num_buf[64], unit_buf[64];
+	char num_buf[24], unit_buf[32];
 	size_t ulen;
 	const char *u;
 
@@ -141,7 +141,13 @@ static const char *fmt_value(struct json_object *o, double v, char *buf, size_t 
 		return buf;
 	}
 	text_escape(u, ulen, unit_buf, sizeof(unit_buf));
-	snprintf(buf, buflen, "%s %s", num_buf, unit_buf);
+	/* Cut to the caller's buffer when it is shorter. */
+	size_t n = strlen(num_buf);
+	snprintf(buf, buflen, "%s", num_buf);
+	if (n + 1 < buflen) {
+		buf[n] = ' ';
+		snprintf(buf + n + 1, buflen - n - 1, "%s", unit_buf);
+	}
 	return buf;
 }
 
@@ -167,7 +173,7 @@ static const char *fmt_local(int64_t ms, char *buf, size_t buflen)
 	time_t s = (time_t)(ms / 1000 - (ms % 1000 < 0));
 	int frac = (int)(ms - (int64_t)s * 1000);
 	struct tm tm;
-	char day[48], zone[64];
+	char day[32], zone[24];
 
 	if (!localtime_r(&s, &tm) || !strftime(day, sizeof(day), "%Y-%m-%d %H:%M:%S", &tm) ||
 	    !strftime(zone, sizeof(zone), "%z %Z", &tm)) {
@@ -339,8 +345,8 @@ int context_load(int dirfd, const char *path, int nofollow, struct json_object *
 {
 	struct json_object *root;
 	struct stat st;
-	char *text;
-	size_t len;
+	char *text = NULL;
+	size_t len = 0;
 	int fd, r;
 
 	*ret_ctx = NULL;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Every dump explains itself. A real MemSpike whose process name and command
-# line hold markup and quotes spikes its LOH past a sustained rule four times
+# Every dump explains itself. A real MemSpike whose command line (and comm)
+# holds markup and quotes spikes its LOH past a sustained rule four times
 # under the guard, with room for three dumps: three dumps, each with NAME.json
 # (valid against examples/dump-context.schema.json, its history showing
 # loh-size crossing the threshold a sustain window before the fire, the rule's
-# file and line, the process as it named itself) and NAME.svg (well-formed
+# file and line, the process and its command line as they are) and NAME.svg (well-formed
 # XML), with the dump's owner and mode, named in the journal's dump record;
 # the fourth skipped, with its context all the same. Restarted with
 # delete-oldest, a fifth spike removes the oldest dump with its context
@@ -19,19 +19,28 @@ SCHEMA="$DW_SOURCE_DIR/examples/dump-context.schema.json"
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/setup.sh installs it)"
 command -v xmllint >/dev/null || fail "xmllint is not installed (scripts/setup.sh installs libxml2-utils)"
 
-# The process names itself after the link it is started through.
+# The process is started through a link whose name holds markup and quotes
+# (its comm, and the first word of its command line).
 NAME='<i>"x'"'"'&y'
 mkdir -p "$T/bin"
 ln -s "$APP" "$T/bin/$NAME"
-TAG="ctx$$<b>\"q'&"
-APP="$T/bin/$NAME" start_tagged "$TAG"
-P=${APP_PIDS[$TAG]}
-[ "$(cat /proc/$P/comm)" = "$NAME" ] || fail "the process is named '$(cat /proc/$P/comm)', not '$NAME'"
+# Its command line carries markup and quotes too.
+TAG="ctx$$"
+EVIL='<b>"q'"'"'&</b><script>alert(1)</script>'
+mkfifo -m 0600 "$T/$TAG.cmd"
+exec {fd}<>"$T/$TAG.cmd"
+APP_FD[$TAG]=$fd
+"$T/bin/$NAME" --tag "$TAG" "$EVIL" <"$T/$TAG.cmd" >"$T/$TAG.out" 2>&1 &
+P=$!
+PIDS+=("$P")
+wait_for "grep -q ready '$T/$TAG.out'" 10 || fail "MemSpike did not start through $NAME"
+check_runtime "$T/$TAG.out"
+[ "$(cat /proc/$P/comm)" = "$NAME" ] || fail "the process's comm is '$(cat /proc/$P/comm)', not '$NAME'"
 
 cat >"$RULES/ctx.json" <<JSON
 { "name": "ctx-spike", "description": "<img src=x onerror=alert(1)> and \"quotes\"",
   "process": { "cmdline": "*--tag ctx$$*" }, "when": "loh-size > 300MB for 1s",
-  "dump": { "type": "triage" }, "limits": { "max-dumps": 10, "cooldown": "1s" } }
+  "dump": { "type": "triage" }, "limits": { "max-dumps": 10, "cooldown": "3s" } }
 JSON
 start_guard --store-max-count 3 --history 2m
 wait_journal attach 1 15 "\"pid\":$P" || fail "not attached"
@@ -66,7 +75,7 @@ while read -r rec; do
 			fail "$f is $(stat -c %u:%g:%a "$f"), its dump $(stat -c %u:%g:%a "$core")"
 	done
 	xmllint --noout "$plot" || fail "$plot is not well-formed XML"
-	check_dump --type triage "$core" "$P"
+	check_dump --type triage --name "$NAME" "$core" "$P"
 done <"$T/dumps.jsonl"
 [ "$(find "$DUMPS" -name '.*.partial' | wc -l)" -eq 0 ] || fail "partial files left"
 
@@ -86,8 +95,9 @@ jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))
 EOF
 	[ "$(jq -r .rule.file "$ctx")" = "$RULES/ctx.json" ] || fail "rule file in $ctx: $(jq -r .rule.file "$ctx")"
 	[ "$(jq -r .rule.line "$ctx")" = 1 ] || fail "rule line in $ctx: $(jq -r .rule.line "$ctx")"
-	[ "$(jq -r .process.name "$ctx")" = "$NAME" ] || fail "process name in $ctx: $(jq -r .process.name "$ctx")"
-	jq -r .process.cmdline "$ctx" | grep_q -F -- "--tag $TAG" || fail "command line in $ctx: $(jq -r .process.cmdline "$ctx")"
+	[ "$(jq -r .process.name "$ctx")" = MemSpike ] || fail "process name in $ctx: $(jq -r .process.name "$ctx")"
+	[ "$(jq -r .process.cmdline "$ctx")" = "$T/bin/$NAME --tag $TAG $EVIL" ] ||
+		fail "command line in $ctx: $(jq -r .process.cmdline "$ctx")"
 	[ "$(jq -r .process.pid "$ctx")" = "$P" ] || fail "pid in $ctx"
 done
 
@@ -149,7 +159,7 @@ if grep -Eio '(src|href)="(https?:)?//[^"]*"|<script|@import|url\(' "$DUMPS/inde
 	fail "the report fetches something or runs a script"
 fi
 $PY "$CHECK_RENDER" screenshot "$DUMPS/index.html" "$T/report.png" --expect ctx-spike --literal "$NAME" \
-	--literal "$TAG" --literal '<img src=x onerror=alert(1)>' --no-element script --no-element img ||
+	--literal "$EVIL" --literal '<img src=x onerror=alert(1)>' --no-element script --no-element img ||
 	fail "the report page does not render as expected"
 $PY "$CHECK_RENDER" screenshot "${newest%.core}.svg" "$T/plot.png" --expect ctx-spike --expect "loh-size" ||
 	fail "the plot does not render as expected"

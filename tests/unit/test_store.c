@@ -18,7 +18,7 @@
 #define GB (1000ull * MB)
 
 static struct store_entry entries[3] = {
-    {"a.core", 100 * MB, 1, 0}, {"b.core", 200 * MB, 2, 0}, {"c.core", 300 * MB, 3, 0}};
+    {"a.core", 100 * MB, 1, 0, 0}, {"b.core", 200 * MB, 2, 0, 0}, {"c.core", 300 * MB, 3, 0, 0}};
 
 static struct store_state state(uint64_t fs, uint64_t free_bytes)
 {
@@ -202,9 +202,15 @@ static void test_context(void)
 		struct store_limits lc = {.max_count = 4, .delete_oldest = 1};
 		size_t nd = 99;
 		CHECK(store_admit(&s, &lc, 1, &nd, err, sizeof(err)) == 0 && nd == 0);
-		/* At most 2: a.core, then the skipped context, then b.core. */
+		/* At most 2: a.core, then b.core; the skipped context is not a
+		 * dump, so deleting it would not help. */
 		lc.max_count = 2;
-		CHECK(store_admit(&s, &lc, 1, &nd, err, sizeof(err)) == 0 && nd == 3);
+		CHECK(store_admit(&s, &lc, 1, &nd, err, sizeof(err)) == 0 && nd == 2);
+		CHECK(s.entries[0].doomed && !s.entries[1].doomed && s.entries[2].doomed && !s.entries[3].doomed);
+		/* Short of space: the oldest go whatever they are, until enough. */
+		struct store_limits lb = {.max_bytes = s.stored_bytes - s.entries[0].bytes, .delete_oldest = 1};
+		CHECK(store_admit(&s, &lb, s.entries[1].bytes, &nd, err, sizeof(err)) == 0 && nd == 2);
+		CHECK(s.entries[0].doomed && s.entries[1].doomed && !s.entries[2].doomed);
 		CHECK(store_delete(dfd, &s.entries[0]) == 0);
 		CHECK(store_delete(dfd, &s.entries[1]) == 0);
 	}
