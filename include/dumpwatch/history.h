@@ -2,16 +2,16 @@
  * over the last window, at the resolution of one slot. Values that fall into
  * one slot are merged into its last, smallest and largest value, so a spike
  * shorter than a slot still shows at its top; everything older than the
- * window (behind the newest time recorded in any series) is dropped. A run
- * of slots with one value is kept as its first and last point (a reader
- * draws the line between them).
+ * window (behind the newest time recorded in any series) is dropped. A
+ * point's value holds until the next point: a value equal to the one before
+ * adds nothing, and the point before the window's start holds at its start.
  *
  * Bounded: a series holds at most window / slot + 1 points of 16 bytes
  * (HISTORY_POINT_BYTES; values are stored as floats, 24 bits of precision,
  * so a size of 350 MB is off by at most 32 bytes), allocated as they come;
  * there are at most HISTORY_SERIES_MAX series. The default 5 minutes at
  * 250 ms is 1201 points, 19 KB, per series that moves at every slot; a
- * metric that stays flat costs two points.
+ * metric that does not move costs one point.
  *
  * Times may arrive out of order (the runtime's per-thread buffers reach the
  * stream out of order across threads): a value is inserted into its place.
@@ -29,7 +29,7 @@
 #define HISTORY_POINT_BYTES 16
 
 struct history_point {
-	int64_t t_ns; /* the start of its slot */
+	int64_t t_ns; /* the start of its slot (of the window, for one that holds from before) */
 	double last, min, max;
 };
 

@@ -4,8 +4,9 @@
  * an offset from the history's base slot (fixed at the first value, with
  * room on both sides) and its values as floats: 16 bytes. The ring grows by
  * doubling up to the window's slots plus one, so an idle series with a few
- * points holds a few points. A run of slots of one value is held as its
- * first and last point, so a metric that does not move costs two points. Eviction is by slot: a series is trimmed when
+ * points holds a few points. A point's value holds until the next point:
+ * a value that does not change adds none, so a metric that does not move
+ * costs one point. Eviction is by slot: a series is trimmed when
  * it is written; readers skip what the newest time of any series has pushed out of the window. */
 #include "dumpwatch/history.h"
 
@@ -193,18 +194,14 @@ int history_add(struct history *h, size_t i, int64_t t_ns, double v)
 		h->newest_slot = slot;
 	if (slot < first_slot(h))
 		return 0;
-	/* Trim what the window has left behind; a flat run that began
-	 * before the window begins with it. */
+	/* Trim what the window has left behind. A point's value holds until
+	 * the next point: the last one before the window's start holds at
+	 * its start, and moves there. */
 	int64_t first_rel = first_slot(h) - h->base_slot;
-	while (s->n > 0 && at(s, 0)->slot < first_rel) {
-		struct hpoint *a = at(s, 0), *b = s->n > 1 ? at(s, 1) : NULL;
-		if (b && b->slot > first_rel && a->last == b->last && a->min == b->min && a->max == b->max &&
-		    a->last == a->min && a->min == a->max) {
-			a->slot = (int32_t)first_rel;
-			break;
-		}
+	while (s->n > 1 && at(s, 1)->slot <= first_rel)
 		drop_oldest(s);
-	}
+	if (s->n > 0 && at(s, 0)->slot < first_rel)
+		at(s, 0)->slot = (int32_t)first_rel;
 
 	float f = (float)v;
 	if (s->n == 0 || t_ns > s->newest_t)
@@ -225,14 +222,11 @@ int history_add(struct history *h, size_t i, int64_t t_ns, double v)
 			p->max = f;
 		return 1;
 	}
-	/* A flat run keeps its first and last points: the last one moves on
-	 * while the value stays, so a quiet metric costs two points. */
-	if (pos == s->n && s->n >= 2) {
-		struct hpoint *a = at(s, s->n - 2), *b = at(s, s->n - 1);
-		if (a->last == f && a->min == f && a->max == f && b->last == f && b->min == f && b->max == f) {
-			b->slot = (int32_t)rel;
+	/* A value that does not change adds nothing: the point before holds. */
+	if (pos == s->n && s->n > 0) {
+		const struct hpoint *b = at(s, s->n - 1);
+		if (b->last == f && b->min == f && b->max == f)
 			return 1;
-		}
 	}
 	int r = grow(h, s);
 	if (r == -ENOMEM)
@@ -253,12 +247,17 @@ int history_add(struct history *h, size_t i, int64_t t_ns, double v)
 	return 1;
 }
 
-/* The first point of s inside the window. */
+/* The first point of s inside the window: the last one at or before its
+ * start (its value holds there), else the first after it. */
 static size_t first_in_window(const struct history *h, const struct hseries *s)
 {
 	if (!h->have_base)
 		return 0;
-	return lower_bound(s, first_slot(h) - h->base_slot);
+	int64_t first_rel = first_slot(h) - h->base_slot;
+	size_t k = lower_bound(s, first_rel);
+	if (k > 0 && (k == s->n || at(s, k)->slot > first_rel))
+		k--;
+	return k;
 }
 
 size_t history_count(const struct history *h, size_t i)
@@ -277,7 +276,10 @@ int history_get(const struct history *h, size_t i, size_t k, struct history_poin
 	if (k >= s->n - first)
 		return -ERANGE;
 	const struct hpoint *p = at(s, first + k);
-	out->t_ns = (h->base_slot + p->slot) * h->slot_ns;
+	int64_t slot = h->base_slot + p->slot;
+	if (slot < first_slot(h))
+		slot = first_slot(h); /* held from before the window */
+	out->t_ns = slot * h->slot_ns;
 	out->last = p->last;
 	out->min = p->min;
 	out->max = p->max;

@@ -116,13 +116,15 @@ static void test_window_and_bound(void)
 		history_add(h, (size_t)a, t, (double)(t / MS));
 	size_t n = history_count(h, (size_t)a);
 	CHECK_MSG(n <= 5 * 60 * 4 + 1 && n >= 5 * 60 * 4, "%zu points", n);
-	struct history_point first, last;
+	struct history_point first, last, p;
 	CHECK(history_get(h, (size_t)a, 0, &first) == 0);
 	CHECK(history_get(h, (size_t)a, n - 1, &last) == 0);
 	CHECK_MSG(last.t_ns - first.t_ns <= 5 * 60 * SEC, "span %lld", (long long)(last.t_ns - first.t_ns));
 	CHECK(last.t_ns == 2200 * SEC - 250 * MS);
-	/* The other series' value is 20 minutes old: gone. */
-	CHECK(history_count(h, (size_t)b) == 0);
+	/* The other series' value is 20 minutes old and was never replaced:
+	 * it holds, from the window's start. */
+	CHECK(history_count(h, (size_t)b) == 1);
+	CHECK(history_get(h, (size_t)b, 0, &p) == 0 && p.last == 3 && p.t_ns == first.t_ns);
 	/* Older than the window: refused. */
 	CHECK(history_add(h, (size_t)a, 1500 * SEC, 1) == 0);
 	/* Inside it, out of order: merged into its slot. */
@@ -134,26 +136,28 @@ static void test_window_and_bound(void)
 	CHECK_MSG(used >= per_series - HISTORY_POINT_BYTES, "%zu bytes", used);
 	history_free(h);
 
-	/* A flat run: its first and last point; the line resumes after. */
+	/* A value that does not change adds no point: the one before holds. */
 	h = history_new(5 * 60 * SEC, 250 * MS);
 	a = history_series(h, "gen2-size", UNIT_BYTES);
 	for (int i = 0; i < 400; i++)
 		history_add(h, (size_t)a, (int64_t)i * 250 * MS, 7e6);
-	CHECK(history_count(h, (size_t)a) == 2);
-	CHECK(history_get(h, (size_t)a, 1, &last) == 0 && last.t_ns == 399 * 250 * MS && last.last == 7e6);
+	CHECK(history_count(h, (size_t)a) == 1);
 	history_add(h, (size_t)a, 400 * 250 * MS, 8e6);
 	history_add(h, (size_t)a, 401 * 250 * MS, 8e6);
 	history_add(h, (size_t)a, 402 * 250 * MS, 8e6);
-	CHECK(history_count(h, (size_t)a) == 4);
-	CHECK(history_get(h, (size_t)a, 3, &last) == 0 && last.t_ns == 402 * 250 * MS && last.last == 8e6);
-	CHECK(history_get(h, (size_t)a, 2, &last) == 0 && last.t_ns == 400 * 250 * MS && last.last == 8e6);
-	/* Ten minutes later, the run that began before the window begins
+	CHECK(history_count(h, (size_t)a) == 2);
+	CHECK(history_get(h, (size_t)a, 1, &last) == 0 && last.t_ns == 400 * 250 * MS && last.last == 8e6);
+	/* Out of order between two points: in its place. */
+	CHECK(history_add(h, (size_t)a, 200 * 250 * MS + 10 * MS, 9e6) == 1);
+	CHECK(history_count(h, (size_t)a) == 3);
+	CHECK(history_get(h, (size_t)a, 1, &p) == 0 && p.t_ns == 200 * 250 * MS && p.last == 9e6);
+	/* Ten minutes later, the value that held from before the window holds
 	 * at its start. */
 	for (int i = 403; i < 403 + 2400; i++)
 		history_add(h, (size_t)a, (int64_t)i * 250 * MS, 8e6);
-	CHECK(history_count(h, (size_t)a) == 2);
+	CHECK(history_count(h, (size_t)a) == 1);
 	CHECK(history_get(h, (size_t)a, 0, &first) == 0 && first.last == 8e6);
-	CHECK(history_get(h, (size_t)a, 1, &last) == 0 && last.t_ns - first.t_ns == 5 * 60 * SEC);
+	CHECK(first.t_ns == (403 + 2399 - 1200) * 250 * MS);
 	history_free(h);
 
 	/* Idle: a few points take a few points' room. */
@@ -161,7 +165,7 @@ static void test_window_and_bound(void)
 	a = history_series(h, "gen2-size", UNIT_BYTES);
 	for (int i = 0; i < 5; i++)
 		history_add(h, (size_t)a, (int64_t)i * 30 * SEC, 1e6);
-	CHECK(history_count(h, (size_t)a) == 2);
+	CHECK(history_count(h, (size_t)a) == 1);
 	CHECK(history_bytes(h) - empty <= 16 * HISTORY_POINT_BYTES);
 	history_free(h);
 }
