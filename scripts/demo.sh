@@ -4,7 +4,8 @@
 # starts MemSpike, and runs `dumpwatch PID 500` against it, the classic
 # "dump when the GC heap passes 500 MB" launch. dumpwatch prints the metrics as
 # they arrive, takes one heap dump at the spike, and exits; the demo then
-# shows the dump file and the journal.
+# shows the dump file and the journal, explains the dump (`dumpwatch show`)
+# and writes the page of the dumps (`dumpwatch report`).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
@@ -37,4 +38,15 @@ done
 echo
 echo "== journal ($out/journal.jsonl):"
 cat "$out/journal.jsonl"
+for f in "$out"/*.core; do
+	[ -e "$f" ] || continue
+	echo
+	echo "== why it was taken: dumpwatch show $(basename "$f")  (beside it: ${f%.core}.json and .svg)"
+	$sudo_cmd "$build/dumpwatch" show "$f"
+done
+if ls "$out"/*.json >/dev/null 2>&1; then
+	echo
+	echo "== dumpwatch report $out"
+	$sudo_cmd "$build/dumpwatch" report "$out"
+fi
 exit "$rc"

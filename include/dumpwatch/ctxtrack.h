@@ -48,7 +48,7 @@ void ctxtrack_session_end(struct ctxtrack *ct);
 int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, const struct store_limits *limits, char *json_path,
                      char *svg_path, char *err, size_t errlen);
 
-/* Memory held by the history and the GC records. */
+/* Memory held by the history, the GC records kept and those being assembled. */
 size_t ctxtrack_bytes(const struct ctxtrack *ct);
 
 #endif

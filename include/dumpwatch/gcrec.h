@@ -62,6 +62,8 @@ typedef void (*gcrec_fn)(void *ctx, const struct gc_record *rec);
 struct gcrec;
 
 struct gcrec *gcrec_new(gcrec_fn fn, void *ctx);
+/* Memory g holds (a fixed size: GCREC_OPEN_MAX records and suspensions). */
+size_t gcrec_bytes(const struct gcrec *g);
 void gcrec_free(struct gcrec *g);
 
 /* Feeds one decoded event stamped t_ns (its own timestamp, not arrival).

@@ -131,6 +131,9 @@ void target_probe(struct target *t);
  * -1 when none runs. */
 int target_dump_progress(const struct target *t, uint64_t *written, uint64_t *estimate);
 
+/* Memory held for its dumps' context: the history and GC records (ctxtrack_bytes). */
+size_t target_history_bytes(const struct target *t);
+
 int target_set_rules(struct target *t, struct target_rule *rules, size_t n);
 const struct target_rule *target_rules(const struct target *t, size_t *ret_n);
 

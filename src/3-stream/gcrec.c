@@ -44,6 +44,11 @@ struct gcrec {
 	uint64_t reported, incomplete;
 };
 
+size_t gcrec_bytes(const struct gcrec *g)
+{
+	return g ? sizeof(*g) : 0;
+}
+
 struct gcrec *gcrec_new(gcrec_fn fn, void *ctx)
 {
 	struct gcrec *g = calloc(1, sizeof(*g));

@@ -208,5 +208,5 @@ int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, const struct
 
 size_t ctxtrack_bytes(const struct ctxtrack *ct)
 {
-	return sizeof(*ct) + ct->cap_ref * sizeof(*ct->ref) + history_bytes(ct->h);
+	return sizeof(*ct) + ct->cap_ref * sizeof(*ct->ref) + history_bytes(ct->h) + gcrec_bytes(ct->gc);
 }

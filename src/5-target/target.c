@@ -1277,6 +1277,11 @@ int target_dump_progress(const struct target *t, uint64_t *written, uint64_t *es
 	return dump_job_progress(t->job, written, estimate);
 }
 
+size_t target_history_bytes(const struct target *t)
+{
+	return t->ct ? ctxtrack_bytes(t->ct) : 0;
+}
+
 int target_set_rules(struct target *t, struct target_rule *rules, size_t n)
 {
 	if (t->job)

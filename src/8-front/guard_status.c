@@ -119,6 +119,7 @@ static struct json_object *proc_json(const struct proc *p, int64_t now)
 	if (target_retrying(t, &at))
 		json_object_object_add(o, "retry_in_s", secs(at > now ? at - now : 0));
 	json_object_object_add(o, "dumps", json_object_new_int64(target_dumps(t)));
+	json_object_object_add(o, "history_bytes", json_object_new_int64((int64_t)target_history_bytes(t)));
 	for (size_t i = 0; i < n; i++)
 		json_object_array_add(rules, rule_json(t, &tr[i], now));
 	json_object_object_add(o, "rules", rules);
@@ -143,8 +144,12 @@ char *guard_status_text(void *ctx)
 	json_object_object_add(o, "dumps_taken", json_object_new_int64((int64_t)g->n_dumps));
 	json_object_object_add(o, "dumps_failed", json_object_new_int64((int64_t)g->n_dumps_failed));
 	json_object_object_add(o, "dumps_skipped", json_object_new_int64((int64_t)g->n_dumps_skipped));
-	for (size_t i = 0; i < g->n_procs; i++)
+	size_t history = 0;
+	for (size_t i = 0; i < g->n_procs; i++) {
 		json_object_array_add(procs, proc_json(g->procs[i], now));
+		history += target_history_bytes(g->procs[i]->tg);
+	}
+	json_object_object_add(o, "history_bytes", json_object_new_int64((int64_t)history));
 	json_object_object_add(o, "processes", procs);
 	text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);

@@ -145,6 +145,10 @@ guard_up "while guarding $n_att idle processes"
 cpu_held=$(cpu_ticks)
 echo "guarding $n_att idle processes for $hold s: CPU $(cpu_text $((cpu_held - cpu_attached)) $((w_held - w_attached)))"
 echo "  guard: $(mem_text)"
+# What the dump contexts' histories hold (the guard's status, when it has it).
+if hb=$("$dw" status --json --state-dir "$t" 2>/dev/null | jq -r '.history_bytes // empty') && [ -n "$hb" ]; then
+	echo "  history of the dump contexts: $hb bytes, $((hb / (n_att > 0 ? n_att : 1))) per process"
+fi
 
 # Stop: SIGTERM to every process, then the detach records.
 w_stop=$(now_ms)

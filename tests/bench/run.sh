@@ -3,7 +3,8 @@
 # recorded trace, detection latency over 10 runs, dumpwatch's own RSS and CPU
 # while watching, the guard's attach latency and cost, the guard under a
 # storm of planted socket names, beside slow peers and with 200 processes;
-# each dump type's size and time to write.
+# each dump type's size and time to write; the dump contexts' memory and
+# time to write.
 # Figures only, never pass/fail. Builds first.
 #   usage: tests/bench/run.sh [BUILD_DIR]
 set -euo pipefail
@@ -38,6 +39,9 @@ echo "== 200 real processes under one guard"
 echo
 echo "== dump types: size, time to write, what ClrMD sees (docs/dumps.md)"
 "$here/tests/bench/dump_types.sh" "$build" 400
+echo
+echo "== dump contexts: history memory, time to write NAME.json and NAME.svg"
+"$here/tests/bench/context.sh" "$build" 200 300
 echo
 echo "== sizes right after the attach, before any GC (.NET 10, 9, 8)"
 "$here/tests/bench/attach_accuracy.sh" "$build"

@@ -2,8 +2,8 @@
 # The dump file system full or nearly so, on a small tmpfs, with the real
 # runtime and createdump:
 # - no minimum free space: a heap dump bigger than the file system fails while
-#   being written; it is journaled, no partial file is left and the space is
-#   given back;
+#   being written; it is journaled, no partial file is left, the space is
+#   given back and the dump's context says what would have been dumped;
 # - the default minimum (5%): the same dump is skipped before it starts, with
 #   the estimate and what it would leave;
 # - --store-max-count 2 --store-full delete-oldest: the oldest dump is deleted
@@ -44,7 +44,9 @@ wait_journal dump-failed 1 60 "big-heap" || fail "full file system: no failure j
 release "big$$"
 stop_guard
 grep '"event":"dump-failed"' "$JOURNAL" | grep_q '"error":' || fail "no reason"
-[ -z "$(ls -A "$SMALL")" ] || fail "left on the full file system: $(ls -A "$SMALL")"
+[ -z "$(not_context "$SMALL")" ] || fail "left on the full file system: $(not_context "$SMALL")"
+# What would have been dumped, and why not: its context, once the space came back.
+[ "$(context_outcomes "$SMALL")" = failed ] || fail "no context of the failed dump: $(ls -A "$SMALL")"
 [ "$(used_kb)" -lt 1024 ] || fail "space not given back: $(used_kb) KB used"
 
 # 2. The default minimum free space: skipped before it starts.
