@@ -5,8 +5,9 @@
  *
  * The history holds every metric of the process's rules, plus the heap by
  * generation, LOH, POH, the allocation rates by kind, the GC pause and
- * time-in-gc. It is sampled after every event that can move a metric and at
- * every tick, at the event's own time, with the values the rules read (a
+ * time-in-gc. It is sampled after every GC or allocation event and at every
+ * tick, at the event's own time (a burst of EventCounters once, at the next
+ * tick, with the burst's time), with the values the rules read (a
  * floor counts, as it does for them); a metric not known yet has no point. */
 #ifndef DUMPWATCH_CTXTRACK_H
 #define DUMPWATCH_CTXTRACK_H

@@ -57,9 +57,12 @@ void store_context_names(const char *dump_name, char *json, size_t jsonlen, char
 
 /* Publishes a dump's context files beside dump_name in the store behind
  * dirfd (checked by the caller, dump_open_store): each written to a
- * temporary ".NAME.partial" (created without following links), synced and
+ * temporary ".NAME.partial" (created without following links) and
  * renamed, with the owner and mode of the dump when it is there (0600 and
- * ours otherwise). Refused (-ENOSPC, why) when they would leave less free
+ * ours otherwise). Not synced: a reader sees a whole file or none, and the
+ * event loop does not wait for the disk (after a dump of gigabytes, a sync
+ * can wait seconds for its data); a crash may lose the newest contexts,
+ * never a journal record. Refused (-ENOSPC, why) when they would leave less free
  * space than l's minimum. 0 or -errno with a sentence in err. */
 int store_put_context(int dirfd, const char *dump_name, const struct store_limits *l, const char *json, size_t jsonlen,
                       const char *svg, size_t svglen, char *err, size_t errlen);

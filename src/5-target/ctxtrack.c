@@ -28,6 +28,9 @@ struct ctxtrack {
 	struct gcrec *gc;
 	struct gc_record gcs[DUMPCTX_GCS]; /* ring, oldest at head */
 	size_t gc_head, n_gcs;
+	/* EventCounters come in a burst per interval (dozens of events):
+	 * the history is sampled once for the burst, at the tick. */
+	int64_t counters_ns; /* the burst's last event; 0: none pending */
 };
 
 static void on_gc(void *ctx, const struct gc_record *rec)
@@ -120,15 +123,23 @@ static void sample(struct ctxtrack *ct, const struct metrics *m, int64_t t_ns)
 void ctxtrack_on_event(struct ctxtrack *ct, const struct metrics *m, const struct ev_record *r, int64_t t_ns)
 {
 	gcrec_on_event(ct->gc, r, t_ns);
-	if (metrics_event_matters(r))
+	if (r->type == EV_COUNTER) {
+		ct->counters_ns = t_ns;
+	} else if (metrics_event_matters(r)) {
 		sample(ct, m, t_ns);
+		ct->counters_ns = 0;
+	}
 }
 
 void ctxtrack_tick(struct ctxtrack *ct, const struct metrics *m, int64_t now_ns)
 {
 	gcrec_advance(ct->gc, now_ns);
-	if (m)
-		sample(ct, m, now_ns);
+	if (!m)
+		return;
+	if (ct->counters_ns)
+		sample(ct, m, ct->counters_ns);
+	ct->counters_ns = 0;
+	sample(ct, m, now_ns);
 }
 
 void ctxtrack_session_end(struct ctxtrack *ct)

@@ -910,6 +910,9 @@ static void context_fire(struct target *t, const struct target_rule *tr, int64_t
 	struct dumpctx_input *in = &t->fx;
 	struct metrics_at at = {.m = session_metrics(t->session), .now_ns = now};
 
+	/* The history holds the moment of the fire. */
+	if (t->ct)
+		ctxtrack_tick(t->ct, at.m, now);
 	memset(in, 0, sizeof(*in));
 	in->rule = &tr->fr;
 	in->rule_file = tr->file[0] ? tr->file : NULL;

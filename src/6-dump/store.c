@@ -264,8 +264,6 @@ static int put_partial(int dirfd, const char *tmp, const char *data, size_t len,
 		r = -errno;
 	if (r == 0 && fchmod(fd, mode) < 0)
 		r = -errno;
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
 	close(fd);
 	if (r < 0)
 		unlinkat(dirfd, tmp, 0);
