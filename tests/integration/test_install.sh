@@ -18,6 +18,7 @@ mode() { stat -c '%a %U' "$1"; }
 [ -x "$BIN" ] || fail "no $BIN"
 [ -f "$UNIT" ] || fail "no $UNIT"
 [ -f "$R/usr/local/share/dumpwatch/examples/dumpwatch-rules.schema.json" ] || fail "schema not installed"
+[ -f "$R/usr/local/share/dumpwatch/examples/dump-context.schema.json" ] || fail "the dump context schema not installed"
 DESKTOP="$R/usr/local/share/applications/dumpwatch.desktop"
 ICON="$R/usr/local/share/icons/hicolor/scalable/apps/dumpwatch.svg"
 [ -f "$DESKTOP" ] && [ -f "$ICON" ] || fail "the launcher's desktop file or icon is not installed"
