@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # (a) The threshold is crossed: exactly one dump, a valid ELF core of that pid,
-# journaled with its path and size; dumpwatch exits 0. The heap holds 700 MB
+# journaled with its path and size, its context beside it; dumpwatch exits 0. The heap holds 700 MB
 # of LOH the program never touched: the heap dump is several times the
 # process's resident memory, and is published all the same. The 700 MB are
 # held before the threshold is crossed: a dump taken while they were still
@@ -30,4 +30,12 @@ esac
 [ "$(journal_count dump)" -eq 1 ] || fail "expected one dump record"
 grep '"event":"dump"' "$JOURNAL" | grep_q "\"path\":\"$core\"" || fail "dump record lacks the path"
 grep '"event":"fire"' "$JOURNAL" | grep_q '"loh-size":' || fail "fire record lacks the metric value"
+# Beside it, its context (the one-process watch writes it too, on every runtime).
+ctx="${core%.core}.json"
+[ -f "$ctx" ] && [ -f "${core%.core}.svg" ] || fail "no context files beside $core: $(ls -A "$DUMPS")"
+[ "$(jq -r '.outcome + " " + .rule.name + " " + (.rule.conditions[0].value > 750000000 | tostring) + " " + (.process.pid | tostring)' "$ctx")" = "dump loh-size-gt-750MB true $APP_PID" ] ||
+	fail "context: $(jq -c '{outcome, rule: .rule.name, value: .rule.conditions[0].value, pid: .process.pid}' "$ctx")"
+jq -e '[.history.series[] | select(.metric == "loh-size") | .points[] | select(.[0] <= 0 and .[3] > 750000000)] | length > 0' "$ctx" >/dev/null ||
+	fail "the history of loh-size never passes 750 MB before the fire"
+grep '"event":"dump"' "$JOURNAL" | grep_q "\"context\":\"$ctx\"" || fail "dump record does not name the context"
 echo "PASS: threshold crossed -> one dump $(basename "$core") ($(stat -c %s "$core") bytes)"
