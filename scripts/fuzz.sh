@@ -7,7 +7,8 @@
 #
 # Targets: nettrace (the stream parser + decoders), events (the payload
 # decoders), rulefile (the rule-file parser), when (the --when grammar),
-# journal (the JSON-lines writer of the journal, views, ps and state).
+# journal (the JSON-lines writer of the journal, views, ps and state),
+# context (a dump context read back: show's text and the plot).
 # Corpora grow in build-fuzz/corpus/TARGET, seeded from tests/data, examples
 # and tests/fuzz/seeds; a crash, leak, timeout or sanitizer report is written
 # to build-fuzz/findings/TARGET/ and makes the script exit 1. Copy a finding
@@ -25,7 +26,7 @@ while (($#)); do
 	*) targets+=("$1"); shift ;;
 	esac
 done
-((${#targets[@]})) || targets=(nettrace events rulefile when journal)
+((${#targets[@]})) || targets=(nettrace events rulefile when journal context)
 "$here/scripts/setup.sh" --no-dotnet >/dev/null
 command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
 
@@ -50,6 +51,7 @@ seeds_of() {
 	rulefile) echo "$here/tests/data/rules $here/examples" ;;
 	when) echo "$here/tests/fuzz/seeds/when" ;;
 	journal) echo "$here/tests/fuzz/seeds/journal" ;;
+	context) echo "$here/tests/data/context" ;;
 	esac
 }
 

@@ -127,8 +127,11 @@ done
 [ "$n" -eq "$(journal_count dump)" ] || fail "$n files for $(journal_count dump) dump records"
 [ "$n" -ge 2 ] || fail "expected a real dump of each process, found $n"
 if grep '"event":"dump"' "$JOURNAL" | grep_q '"bytes":[0-9]\{10,\}'; then fail "a huge dump was journaled"; fi
-[ -z "$(find "$DUMPS" -mindepth 1 -not -name '*.core' -not -path "$DUMPS/.incoming" -not -path "$DUMPS/.incoming/*")" ] ||
-	fail "left in the store: $(ls -laR "$DUMPS")"
+# The store holds the real dumps, and dump contexts (of the refused fakes too).
+[ -z "$(not_context "$DUMPS" | grep -v -e '\.core$' -e '^\.incoming$')" ] || fail "left in the store: $(ls -laR "$DUMPS")"
+[ -z "$(find "$DUMPS" -mindepth 2 -not -path "$DUMPS/.incoming/*")" ] || fail "left in the store: $(ls -laR "$DUMPS")"
+[ "$(context_outcomes "$DUMPS" | grep -c failed)" -eq "$(journal_count dump-failed)" ] ||
+	fail "$(journal_count dump-failed) refused fakes, contexts: $(context_outcomes "$DUMPS" | tr '\n' ' ')"
 [ -z "$(find "$DUMPS/.incoming" -type f 2>/dev/null)" ] || fail "left in .incoming: $(find "$DUMPS/.incoming" -type f)"
 [ -z "$(find /tmp -maxdepth 1 -name '.dumpwatch-*' -uid "$ATTACKER_UID")" ] || fail "staging left in /tmp"
 echo "PASS: $(journal_count dump-failed) fakes refused (sparse, 100 GB core header, executable, open writer) in both staging places; $n real dumps published"
