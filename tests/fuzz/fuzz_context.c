@@ -4,7 +4,7 @@
  * (strict), then printed as `show` prints it (UTF-8 and ASCII sparklines) and
  * drawn as the plot. Nothing may crash or leak; the plot is refused
  * (-EINVAL) or is one SVG document of valid UTF-8 with no control character
- * but newlines and no element that runs or fetches anything. */
+ * but newlines and no element or attribute that runs or fetches anything. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <stddef.h>
@@ -37,8 +37,29 @@ static void check_svg(const char *svg, size_t len)
 		REQUIRE(cp == '\n' || !text_is_control(cp));
 		i += n;
 	}
-	REQUIRE(!memmem(svg, len, "<script", 7) && !memmem(svg, len, "<foreignObject", 14) &&
-	        !memmem(svg, len, "<image", 6) && !memmem(svg, len, "href=", 5));
+	/* Every '<' starts markup (text has it escaped): no element that runs
+	 * or fetches, no attribute that links. */
+	for (const char *p = svg, *end = svg + len; (p = memchr(p, '<', (size_t)(end - p))) != NULL; p++) {
+		const char *gt = memchr(p, '>', (size_t)(end - p));
+		REQUIRE(gt);
+		size_t n = (size_t)(gt - p);
+		REQUIRE(strncmp(p, "<script", 7) != 0 && strncmp(p, "<foreignObject", 14) != 0 &&
+		        strncmp(p, "<image", 6) != 0 && strncmp(p, "<a ", 3) != 0 && strncmp(p, "<use", 4) != 0);
+		/* Attribute names: the tag outside its quoted values (which hold
+		 * escaped text and no quote of their own). */
+		char names[512];
+		size_t k = 0;
+		int quoted = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (p[i] == '"')
+				quoted = !quoted;
+			else if (!quoted && k + 1 < sizeof(names))
+				names[k++] = p[i];
+		}
+		names[k] = '\0';
+		REQUIRE(!quoted);
+		REQUIRE(!strstr(names, "href=") && !strstr(names, " on") && !strstr(names, " style="));
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
