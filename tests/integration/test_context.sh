@@ -116,8 +116,11 @@ assert cond["value"] > thr, cond
 pts = next(s["points"] for s in c["history"]["series"] if s["metric"] == "loh-size")
 before = [p for p in pts if p[0] <= 0]
 assert any(p[3] < thr for p in before if p[0] < -sustain - slot), "never under the threshold before"
-held = [p for p in before if p[0] >= -sustain + slot]
-assert held and all(p[2] > thr for p in held), "not over the threshold for the sustain window: %r" % held
+# Over it for the sustain window: the value that holds a slot into the window
+# (the last point at or before it), and every point after.
+hold = max(i for i, p in enumerate(before) if p[0] <= -sustain + slot)
+assert before[hold][1] > thr and all(p[2] > thr for p in before[hold + 1:]), \
+    "not over the threshold for the sustain window: %r" % before[hold:]
 # A value holds until the next point: the one that holds at the fire.
 assert before[-1][1] > thr, "the value at the fire is not over the threshold"
 # The first slot over it lies one sustain window (within two slots and the
