@@ -1374,7 +1374,8 @@ static int scan_dir(int dirfd, const char *dir_shown, struct entry **ret, size_t
 		return -e;
 	}
 	closedir(d);
-	qsort(ents, n, sizeof(*ents), entry_cmp);
+	if (n > 1)
+		qsort(ents, n, sizeof(*ents), entry_cmp);
 	*ret = ents;
 	return (int)n;
 }
