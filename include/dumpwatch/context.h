@@ -76,7 +76,7 @@ int context_sparkline(const double *t, const double *v, size_t n, size_t cols, c
 /* Writes s[0..len) as HTML text fit for an element or a quoted attribute:
  * & < > " ' as entities, invalid UTF-8 as U+FFFD, tab, newline and carriage
  * return as a space, the other characters of text_is_control (NUL included)
- * left out. */
+ * and the noncharacters U+FFFE, U+FFFF left out (text_put_markup). */
 void context_html_escape(FILE *out, const char *s, size_t len);
 
 /* The relative URL of directory to_dir as seen from directory from_dir (both

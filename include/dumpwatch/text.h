@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Decodes one strict UTF-8 sequence from s[0..len): returns its length (1-4)
  * and stores the code point, or returns 0 for an invalid, overlong, truncated
@@ -59,6 +60,26 @@ size_t text_escape(const char *s, size_t len, char *out, size_t outlen);
 /* text_escape of the NUL-terminated s ("" for NULL) into out; returns out,
  * for use as a printf argument. */
 const char *text_escape_str(const char *s, char *out, size_t outlen);
+
+/* Writes len bytes at s to out as text_escape escapes them, whatever their
+ * length (cut, still escaped, only when out of memory). */
+void text_put_escaped(FILE *out, const char *s, size_t len);
+
+/* How text_put_markup writes what markup cannot hold as it is. */
+struct text_markup {
+	const char *apos;    /* the entity for ': "&apos;" (XML), "&#39;" (HTML) */
+	const char *control; /* what stands for a text_is_control character, U+FFFE
+	                      * or U+FFFF: "" leaves it out, or U+FFFD */
+	size_t maxwidth;     /* past this width (a character from U+1100 on counts
+	                      * two) the rest is cut and an ellipsis shown; SIZE_MAX:
+	                      * never */
+};
+
+/* Writes len bytes at s to out as XML or HTML character data, fit also for
+ * a quoted attribute value: & < > " ' as entities; tab, newline and carriage
+ * return as a space; each byte that begins no valid UTF-8 sequence as U+FFFD;
+ * controls and the noncharacters U+FFFE, U+FFFF as m->control. */
+void text_put_markup(FILE *out, const char *s, size_t len, const struct text_markup *m);
 
 /* The length of s[0..len) without a truncated UTF-8 sequence at its end (a
  * lead byte followed by fewer continuation bytes than it announces): where a

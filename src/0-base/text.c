@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 size_t text_utf8_decode(const unsigned char *s, size_t len, uint32_t *ret_cp)
@@ -248,4 +249,71 @@ size_t text_utf8_trim(const char *s, size_t len)
 	else
 		return len;
 	return len - lead < want ? lead : len;
+}
+
+void text_put_escaped(FILE *out, const char *s, size_t len)
+{
+	char small[512], *buf = small;
+	size_t need = text_escape(s, len, small, sizeof(small));
+
+	if (need >= sizeof(small)) {
+		buf = malloc(need + 1);
+		if (!buf) {
+			fputs(small, out); /* cut, but still escaped */
+			return;
+		}
+		text_escape(s, len, buf, need + 1);
+	}
+	fputs(buf, out);
+	if (buf != small)
+		free(buf);
+}
+
+void text_put_markup(FILE *out, const char *s, size_t len, const struct text_markup *m)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, width = 0;
+
+	while (s && i < len) {
+		uint32_t cp = 0;
+		size_t n = text_utf8_decode(p + i, len - i, &cp);
+		width += n != 0 && cp >= 0x1100 ? 2 : 1;
+		if (width > m->maxwidth) {
+			fputs("\xE2\x80\xA6", out); /* U+2026 HORIZONTAL ELLIPSIS */
+			return;
+		}
+		if (n == 0) {
+			fputs("\xEF\xBF\xBD", out); /* U+FFFD REPLACEMENT CHARACTER */
+			i++;
+			continue;
+		}
+		switch (cp) {
+		case '&':
+			fputs("&amp;", out);
+			break;
+		case '<':
+			fputs("&lt;", out);
+			break;
+		case '>':
+			fputs("&gt;", out);
+			break;
+		case '"':
+			fputs("&quot;", out);
+			break;
+		case '\'':
+			fputs(m->apos, out);
+			break;
+		case '\t':
+		case '\n':
+		case '\r':
+			fputc(' ', out); /* words a newline separated stay apart */
+			break;
+		default:
+			if (text_is_control(cp) || cp == 0xFFFE || cp == 0xFFFF)
+				fputs(m->control, out);
+			else
+				fwrite(p + i, 1, n, out);
+		}
+		i += n;
+	}
 }

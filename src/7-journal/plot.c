@@ -174,52 +174,8 @@ static struct json_object *jarray(struct json_object *o, const char *key)
  * shown: the line stays inside the picture. */
 static void put_text(FILE *out, const char *s, size_t len, size_t maxwidth)
 {
-	static const char replacement[] = "\xEF\xBF\xBD";
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0, width = 0;
-
-	while (s && i < len) {
-		uint32_t cp = 0;
-		size_t n = text_utf8_decode(p + i, len - i, &cp);
-		width += n != 0 && cp >= 0x1100 ? 2 : 1;
-		if (width > maxwidth) {
-			fputs("\xE2\x80\xA6", out);
-			return;
-		}
-		if (n == 0) {
-			fputs(replacement, out);
-			i++;
-			continue;
-		}
-		switch (cp) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		case '\'':
-			fputs("&apos;", out);
-			break;
-		case '\t':
-		case '\n':
-		case '\r':
-			fputc(' ', out);
-			break;
-		default:
-			if (text_is_control(cp) || cp == 0xFFFE || cp == 0xFFFF)
-				fputs(replacement, out);
-			else
-				fwrite(p + i, 1, n, out);
-		}
-		i += n;
-	}
+	const struct text_markup xml = {.apos = "&apos;", .control = "\xEF\xBF\xBD", .maxwidth = maxwidth};
+	text_put_markup(out, s, len, &xml);
 }
 
 /* The string member key of o, escaped; fallback (trusted) when it has none. */

@@ -504,25 +504,6 @@ int context_sparkline(const double *t, const double *v, size_t n, size_t cols, c
 
 /* ---- show --------------------------------------------------------------- */
 
-/* Writes s[0..len) escaped (text_escape): one line, no control character. */
-static void put_esc(FILE *out, const char *s, size_t len)
-{
-	char small[512], *buf = small;
-	size_t need = text_escape(s, len, small, sizeof(small));
-
-	if (need >= sizeof(small)) {
-		buf = malloc(need + 1);
-		if (!buf) {
-			fputs(small, out); /* cut, but still escaped */
-			return;
-		}
-		text_escape(s, len, buf, need + 1);
-	}
-	fputs(buf, out);
-	if (buf != small)
-		free(buf);
-}
-
 /* o's string member key escaped, or dflt when it is not a string. */
 static void put_field(FILE *out, struct json_object *o, const char *key, const char *dflt)
 {
@@ -530,7 +511,7 @@ static void put_field(FILE *out, struct json_object *o, const char *key, const c
 	const char *s = str(o, key, &len);
 
 	if (s)
-		put_esc(out, s, len);
+		text_put_escaped(out, s, len);
 	else
 		fputs(dflt, out);
 }
@@ -573,7 +554,7 @@ static void show_rule(FILE *out, struct json_object *ctx)
 	fputc('\n', out);
 	if (desc && len) {
 		fputs("           ", out);
-		put_esc(out, desc, len);
+		text_put_escaped(out, desc, len);
 		fputc('\n', out);
 	}
 	fputs("dump type: ", out);
@@ -651,7 +632,7 @@ static void show_process(FILE *out, struct json_object *ctx)
 	}
 	if (rt && len) {
 		fputs(", .NET ", out);
-		put_esc(out, rt, len);
+		text_put_escaped(out, rt, len);
 	}
 	fputs("\ncmdline:   ", out);
 	put_field(out, proc, "cmdline", "?");
@@ -747,7 +728,7 @@ static void show_spark(FILE *out, struct json_object *ctx, struct json_object *c
 	fprintf(out, "    %*s %s", w, lo_s, marks);
 	if (has_thr && op_holds(op, 0, 0) >= 0) {
 		fputs("  ^: ", out);
-		put_esc(out, op, oplen);
+		text_put_escaped(out, op, oplen);
 		fprintf(out, " %s", fmt_value(cond, threshold, th_s, sizeof(th_s)));
 	}
 	fputc('\n', out);
@@ -828,7 +809,7 @@ int context_show(FILE *out, struct json_object *ctx, int utf8)
 	put_field(out, ctx, "outcome", "?");
 	if (error) {
 		fputs(": ", out);
-		put_esc(out, error, len);
+		text_put_escaped(out, error, len);
 	}
 	fputc('\n', out);
 	show_rule(out, ctx);
@@ -872,45 +853,8 @@ int context_show_file(const char *file, FILE *out, char *err, size_t errlen)
 
 void context_html_escape(FILE *out, const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t i = 0;
-
-	while (i < len) {
-		uint32_t cp;
-		size_t n = text_utf8_decode(p + i, len - i, &cp);
-
-		if (n == 0) {
-			fputs("\xEF\xBF\xBD", out); /* U+FFFD REPLACEMENT CHARACTER */
-			i++;
-			continue;
-		}
-		switch (cp) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		case '\'':
-			fputs("&#39;", out);
-			break;
-		case '\t':
-		case '\n':
-		case '\r':
-			fputc(' ', out); /* words a newline separated stay apart */
-			break;
-		default:
-			if (!text_is_control(cp))
-				fwrite(p + i, 1, n, out);
-		}
-		i += n;
-	}
+	static const struct text_markup html = {.apos = "&#39;", .control = "", .maxwidth = SIZE_MAX};
+	text_put_markup(out, s, len, &html);
 }
 
 /* context_html_escape of a NUL-terminated string. */

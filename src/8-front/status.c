@@ -291,25 +291,6 @@ static int str_is(struct json_object *o, const char *key, const char *want)
 
 /* --- writing --- */
 
-/* Prints s[0..len) escaped: one line, no control character. */
-static void put_esc(FILE *out, const char *s, size_t len)
-{
-	char small[512], *buf = small;
-	size_t need = text_escape(s, len, small, sizeof(small));
-
-	if (need >= sizeof(small)) {
-		buf = malloc(need + 1);
-		if (!buf) {
-			fputs(small, out); /* cut, but still escaped */
-			return;
-		}
-		text_escape(s, len, buf, need + 1);
-	}
-	fputs(buf, out);
-	if (buf != small)
-		free(buf);
-}
-
 /* Prints the string field key escaped, or dflt when it is missing. */
 static void put_field(FILE *out, struct json_object *o, const char *key, const char *dflt)
 {
@@ -317,7 +298,7 @@ static void put_field(FILE *out, struct json_object *o, const char *key, const c
 	const char *s = get_str(o, key, &len);
 
 	if (s)
-		put_esc(out, s, len);
+		text_put_escaped(out, s, len);
 	else
 		fputs(dflt, out);
 }
@@ -416,7 +397,7 @@ static void put_value(FILE *out, double v, struct json_object *cond)
 	fputs(units_format(v, kind < 0 ? UNIT_NONE : (enum unit_kind)kind, buf, sizeof(buf)), out);
 	if (kind < 0) { /* a unit this client does not know: shown as sent */
 		fputc(' ', out);
-		put_esc(out, unit, ulen);
+		text_put_escaped(out, unit, ulen);
 	}
 }
 

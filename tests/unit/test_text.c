@@ -2,6 +2,7 @@
  * surrogates and truncation on character boundaries, escaping for one line,
  * case folding. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -73,12 +74,49 @@ static void test_escape(void)
 	CHECK(text_utf8_trim("\x80\x80\x80\x80", 4) == 4);
 }
 
+/* text_put_markup of a literal with m, compared with want. */
+static void markup(const char *in, size_t len, const struct text_markup *m, const char *want)
+{
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *f = open_memstream(&buf, &blen);
+	text_put_markup(f, in, len, m);
+	fclose(f);
+	CHECK_STR(buf, want);
+	free(buf);
+}
+
+/* The two policies the plot (XML) and the report (HTML) use; the escaped
+ * line of the terminal, however long. */
+static void test_markup(void)
+{
+	const struct text_markup xml = {.apos = "&apos;", .control = "\xEF\xBF\xBD", .maxwidth = 6};
+	const struct text_markup html = {.apos = "&#39;", .control = "", .maxwidth = SIZE_MAX};
+	static const char hostile[] = "<b a=\"'\">&\x1b\n\xff\xEF\xBF\xBE";
+	markup(hostile, sizeof(hostile) - 1, &html, "&lt;b a=&quot;&#39;&quot;&gt;&amp; \xEF\xBF\xBD");
+	markup("<'\x07", 3, &xml, "&lt;&apos;\xEF\xBF\xBD");
+	markup("abcdefgh", 8, &xml, "abcdef\xE2\x80\xA6");
+	markup("\xE4\xB8\xAD\xE4\xB8\xAD\xE4\xB8\xAD\xE4\xB8\xADx", 13, &xml,
+	       "\xE4\xB8\xAD\xE4\xB8\xAD\xE4\xB8\xAD\xE2\x80\xA6"); /* two wide each */
+	markup(NULL, 4, &html, "");
+
+	char big[2000], *buf = NULL;
+	size_t blen = 0;
+	memset(big, '\x01', sizeof(big));
+	FILE *f = open_memstream(&buf, &blen);
+	text_put_escaped(f, big, sizeof(big));
+	fclose(f);
+	CHECK(blen == 4 * sizeof(big) && strncmp(buf, "\\x01\\x01", 8) == 0);
+	free(buf);
+}
+
 int main(void)
 {
 	uint32_t cp = 0;
 	char out[16];
 	size_t pos = 0;
 
+	test_markup();
 	CHECK(text_utf8_decode((const unsigned char *)"A", 1, &cp) == 1 && cp == 'A');
 	CHECK(text_utf8_decode((const unsigned char *)"\xC3\xA9", 2, &cp) == 2 && cp == 0xE9);
 	CHECK(text_utf8_decode((const unsigned char *)"\xF0\x9F\x98\x80", 4, &cp) == 4 && cp == 0x1F600);
