@@ -29,6 +29,11 @@ enum metric_id {
 	M_APPDOMAIN_SURVIVED,  /* bytes on the heap after the last GC: what survived it */
 	M_APPDOMAIN_FREED,     /* since the first GC seen: allocated - heap growth */
 	M_TIME_IN_GC,          /* percent of the last 10 s the runtime was suspended for GC */
+	M_RSS,                 /* resident memory (VmRSS), polled from /proc */
+	M_PRIVATE_MEMORY,      /* anonymous resident memory + swap (RssAnon + VmSwap) */
+	M_SWAP,                /* swapped out (VmSwap) */
+	M_THREADS,             /* threads of the process */
+	M_FDS,                 /* open descriptors */
 	M_COUNTER,             /* an EventCounter: provider + counter name */
 	M__COUNT
 };
@@ -38,6 +43,8 @@ enum metric_id {
 #define NEED_ALLOC_TICKS 0x2u      /* runtime provider, GC keyword, level 5 */
 #define NEED_COUNTERS 0x4u         /* the EventCounters provider named in the ref */
 #define NEED_RUNTIME_COUNTERS 0x8u /* System.Runtime's counters: sizes before the first GC */
+#define NEED_PROC 0x10u            /* polled from /proc/PID/status, not the stream */
+#define NEED_PROC_FDS 0x20u        /* polled from /proc/PID/fd */
 
 #define CATALOG_NAME_MAX 128
 

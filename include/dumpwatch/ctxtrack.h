@@ -34,6 +34,9 @@ void ctxtrack_add_conditions(struct ctxtrack *ct, const struct rule *r);
  * a metric. m is the session's metrics after the event. */
 void ctxtrack_on_event(struct ctxtrack *ct, const struct metrics *m, const struct ev_record *r, int64_t t_ns);
 
+/* A poll of /proc at t_ns: a sample of the metrics polled from there. */
+void ctxtrack_on_proc(struct ctxtrack *ct, const struct metrics *m, int64_t t_ns);
+
 /* A tick at now_ns: a sample of every metric. */
 void ctxtrack_tick(struct ctxtrack *ct, const struct metrics *m, int64_t now_ns);
 

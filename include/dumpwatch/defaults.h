@@ -72,6 +72,14 @@
 /* The longest --history: an hour is 3 s per point. */
 #define DW_HISTORY_MAX_NS (60 * 60 * DW_NS_PER_SEC)
 
+/* --proc-interval: how often rss, private-memory, swap, threads and fds are
+ * read from /proc for a process whose rules use them. 100 ms matches the
+ * runtime's event flush; 10 ms is the finest, where a poll costs about
+ * 0.1 % of a core per process (docs/benchmarks.md). */
+#define DW_DEFAULT_PROC_INTERVAL_NS (100 * 1000000LL)
+#define DW_PROC_INTERVAL_MIN_NS (10 * 1000000LL)
+#define DW_PROC_INTERVAL_MAX_NS (60 * DW_NS_PER_SEC)
+
 /* --counter-interval: EventCounters report in whole seconds and 1 s is the
  * finest, so a "for 2s" condition sees at least two samples; in the target
  * it costs one small event per counter per second. */

@@ -25,7 +25,8 @@ struct guard_options {
 	const char *state_dir;    /* NULL: limits are not kept across restarts */
 	enum dump_via via;
 	uint32_t counter_interval_sec;
-	int64_t history_ns; /* metric history for dump contexts; 0: the default */
+	int64_t history_ns;       /* metric history for dump contexts; 0: the default */
+	int64_t proc_interval_ns; /* polls of /proc; 0: the default */
 	int verbose;
 	int64_t stop_timeout_ns; /* on SIGTERM, how long a dump in progress may take to finish */
 	/* Directories to watch for new diagnostics sockets besides /tmp and the

@@ -11,6 +11,7 @@
 
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/events.h"
+#include "dumpwatch/procstat.h"
 
 /* Allocation rates are averaged over this window. */
 #define METRICS_RATE_WINDOW_NS 1000000000LL
@@ -28,6 +29,10 @@ void metrics_start(struct metrics *m, int64_t t_ns);
 
 /* Feeds one decoded event that happened at t_ns. */
 void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns);
+
+/* Takes in a poll of /proc made at t_ns (rss, private-memory, swap,
+ * threads, fds): each is known from the first poll that had its field. */
+void metrics_on_proc(struct metrics *m, const struct proc_sample *p, int64_t t_ns);
 
 /* Reads a metric as of now_ns. Returns 1 with the value in the metric's base
  * unit and the time it was measured, or 0 while it is not known: sizes until
@@ -58,7 +63,8 @@ int metrics_read_eval(void *ctx, const struct metric_ref *ref, double *value, in
 /* How a metric's value is known now, or NULL while it is not: "gc" (sizes
  * from a GC seen), "counters" (sizes from System.Runtime's sample before any
  * GC: loh-size an upper bound, poh-size a lower one), "events" (counted from
- * the stream), "counter" (an EventCounter's sample). */
+ * the stream), "counter" (an EventCounter's sample), "proc" (polled from
+ * /proc). */
 const char *metrics_basis(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns);
 
 /* Whether an event can move a metric's value, so rules are worth evaluating

@@ -56,12 +56,13 @@ struct target_config {
 	int64_t dump_timeout_ns;
 	const char *createdump; /* --createdump, or NULL */
 	uint32_t counter_interval_sec;
-	int verbose;           /* print events on stdout */
-	int pid_prefix;        /* verbose lines start with the pid (many targets) */
-	int retry;             /* attach again after a failure, backing off */
-	int request_ms;        /* 0: TARGET_REQUEST_MS (tests shorten it) */
-	int64_t exit_grace_ns; /* 0: TARGET_EXIT_GRACE_NS */
-	int64_t history_ns;    /* metric history kept for dump contexts; 0: DW_DEFAULT_HISTORY_NS */
+	int verbose;              /* print events on stdout */
+	int pid_prefix;           /* verbose lines start with the pid (many targets) */
+	int retry;                /* attach again after a failure, backing off */
+	int request_ms;           /* 0: TARGET_REQUEST_MS (tests shorten it) */
+	int64_t exit_grace_ns;    /* 0: TARGET_EXIT_GRACE_NS */
+	int64_t history_ns;       /* metric history kept for dump contexts; 0: DW_DEFAULT_HISTORY_NS */
+	int64_t proc_interval_ns; /* polls of /proc for rss, private-memory, ...; 0: DW_DEFAULT_PROC_INTERVAL_NS */
 };
 
 /* One rule applied to the process, with its evaluation state. */

@@ -24,6 +24,7 @@ struct watch_options {
 	int verbose;              /* print metrics as they arrive, on stdout */
 	uint32_t counter_interval_sec;
 	int64_t history_ns;        /* metric history for dump contexts; 0: the default */
+	int64_t proc_interval_ns;  /* polls of /proc; 0: the default */
 	struct store_limits store; /* disk guards checked before every dump */
 	int64_t dump_timeout_ns;   /* createdump is killed past it; 0: no limit */
 	const char *createdump;    /* --createdump: what the exec path runs; NULL: the host runtime's */

@@ -44,6 +44,14 @@ static const struct gc_metric gc_metrics[M_COUNTER] = {
     [M_APPDOMAIN_SURVIVED] = {"appdomain-survived", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS | NEED_RUNTIME_COUNTERS, 0},
     [M_APPDOMAIN_FREED] = {"appdomain-freed", UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
     [M_TIME_IN_GC] = {"time-in-gc", UNIT_PERCENT, NEED_GC, 0},
+    /* Polled from /proc, so they hold while the stream is quiet or late;
+     * the GC events come along for the heap beside them in a dump's
+     * context, and a session that tells when the process goes. */
+    [M_RSS] = {"rss", UNIT_BYTES, NEED_PROC | NEED_GC, 0},
+    [M_PRIVATE_MEMORY] = {"private-memory", UNIT_BYTES, NEED_PROC | NEED_GC, 0},
+    [M_SWAP] = {"swap", UNIT_BYTES, NEED_PROC | NEED_GC, 0},
+    [M_THREADS] = {"threads", UNIT_COUNT, NEED_PROC | NEED_GC, 0},
+    [M_FDS] = {"fds", UNIT_COUNT, NEED_PROC | NEED_PROC_FDS | NEED_GC, 0},
 };
 
 struct runtime_counter {

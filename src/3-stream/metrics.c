@@ -161,6 +161,10 @@ struct metrics {
 
 	struct counter_value counters[MAX_COUNTERS];
 	size_t n_counters;
+
+	/* The last poll of /proc. */
+	struct proc_sample proc;
+	int64_t proc_ns;
 };
 
 struct metrics *metrics_new(void)
@@ -669,6 +673,38 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 		*value = time_in_gc(m, now_ns);
 		*sample_ns = now_ns;
 		return 1;
+	case M_RSS:
+	case M_PRIVATE_MEMORY:
+	case M_SWAP:
+	case M_THREADS:
+	case M_FDS: {
+		static const unsigned need[] = {PROC_HAVE_RSS, PROC_HAVE_ANON, PROC_HAVE_SWAP, PROC_HAVE_THREADS,
+		                                PROC_HAVE_FDS};
+		const struct proc_sample *p = &m->proc;
+		if ((p->have & need[ref->id - M_RSS]) == 0)
+			return 0;
+		switch (ref->id) {
+		case M_RSS:
+			*value = (double)p->rss;
+			break;
+		case M_PRIVATE_MEMORY:
+			/* Anonymous pages resident or swapped out: what the
+			 * process itself allocated, managed or native. */
+			*value = (double)p->anon + ((p->have & PROC_HAVE_SWAP) ? (double)p->swap : 0);
+			break;
+		case M_SWAP:
+			*value = (double)p->swap;
+			break;
+		case M_THREADS:
+			*value = (double)p->threads;
+			break;
+		default:
+			*value = (double)p->fds;
+			break;
+		}
+		*sample_ns = m->proc_ns;
+		return 1;
+	}
 	case M_COUNTER:
 		for (size_t i = 0; i < m->n_counters; i++)
 			if (strcmp(m->counters[i].name, ref->counter) == 0 &&
@@ -703,6 +739,12 @@ const char *metrics_basis(const struct metrics *m, const struct metric_ref *ref,
 		return m->have_heap ? "gc" : "counters";
 	case M_COUNTER:
 		return "counter";
+	case M_RSS:
+	case M_PRIVATE_MEMORY:
+	case M_SWAP:
+	case M_THREADS:
+	case M_FDS:
+		return "proc";
 	default:
 		return "events";
 	}
@@ -731,6 +773,12 @@ void metrics_describe(const struct metrics *m, int64_t now_ns, char *buf, size_t
 			break;
 		off += (size_t)n;
 	}
+}
+
+void metrics_on_proc(struct metrics *m, const struct proc_sample *p, int64_t t_ns)
+{
+	m->proc = *p;
+	m->proc_ns = t_ns;
 }
 
 int metrics_counter_at(const struct metrics *m, size_t i, struct metrics_counter *out)

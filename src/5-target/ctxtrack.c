@@ -108,16 +108,27 @@ void ctxtrack_add_conditions(struct ctxtrack *ct, const struct rule *r)
 		add_ref(ct, &r->conds[i].metric);
 }
 
-static void sample(struct ctxtrack *ct, const struct metrics *m, int64_t t_ns)
+/* Samples the series whose metric needs any of need; all with need 0. */
+static void sample_some(struct ctxtrack *ct, const struct metrics *m, int64_t t_ns, unsigned need)
 {
 	struct metrics_at at = {.m = m, .now_ns = t_ns};
 
 	for (size_t i = 0; i < ct->n_ref; i++) {
 		double v;
 		int64_t when;
-		if (metrics_read_eval(&at, &ct->ref[i], &v, &when) > 0)
+		if ((!need || (ct->ref[i].needs & need)) && metrics_read_eval(&at, &ct->ref[i], &v, &when) > 0)
 			history_add(ct->h, i, t_ns, v);
 	}
+}
+
+static void sample(struct ctxtrack *ct, const struct metrics *m, int64_t t_ns)
+{
+	sample_some(ct, m, t_ns, 0);
+}
+
+void ctxtrack_on_proc(struct ctxtrack *ct, const struct metrics *m, int64_t t_ns)
+{
+	sample_some(ct, m, t_ns, NEED_PROC);
 }
 
 void ctxtrack_on_event(struct ctxtrack *ct, const struct metrics *m, const struct ev_record *r, int64_t t_ns)

@@ -677,6 +677,7 @@ int guard_run(const struct guard_options *o)
 	    .createdump = o->createdump,
 	    .counter_interval_sec = o->counter_interval_sec,
 	    .history_ns = o->history_ns,
+	    .proc_interval_ns = o->proc_interval_ns,
 	    .verbose = o->verbose,
 	    .pid_prefix = 1,
 	    .retry = 1,

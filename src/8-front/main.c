@@ -67,7 +67,7 @@ static int dump_via_parse(const char *text, enum dump_via *out)
 static void usage(FILE *f)
 {
 	char record_duration[32], view_interval[32], cooldown[32], counter_interval[32], dump_timeout[32], min_free[32],
-	    stop_timeout[32], rule_cooldown[32], history[32];
+	    stop_timeout[32], rule_cooldown[32], history[32], proc_interval[32];
 
 	units_format_duration(DW_DEFAULT_RECORD_DURATION_NS, record_duration, sizeof(record_duration));
 	units_format_duration(DW_DEFAULT_VIEW_INTERVAL_NS, view_interval, sizeof(view_interval));
@@ -78,6 +78,7 @@ static void usage(FILE *f)
 	units_format_duration(DW_DEFAULT_STOP_TIMEOUT_NS, stop_timeout, sizeof(stop_timeout));
 	units_format_duration(DW_DEFAULT_RULE_COOLDOWN_NS, rule_cooldown, sizeof(rule_cooldown));
 	units_format_duration(DW_DEFAULT_HISTORY_NS, history, sizeof(history));
+	units_format_duration(DW_DEFAULT_PROC_INTERVAL_NS, proc_interval, sizeof(proc_interval));
 	fprintf(
 	    f,
 	    "usage: dumpwatch PID MB                      dump PID when its GC heap passes MB megabytes, then exit\n"
@@ -104,7 +105,8 @@ static void usage(FILE *f)
 	    "                                             first, with plots (default DIR/index.html)\n"
 	    "\n"
 	    "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
-	    "'gc-pause > 500ms', 'System.Runtime/cpu-usage > 90%% for 10s'. All --when must hold at once.\n"
+	    "'gc-pause > 500ms', 'private-memory > 2GB', 'System.Runtime/cpu-usage > 90%% for 10s'. All --when\n"
+	    "must hold at once. rss, private-memory, swap, threads and fds are polled from /proc.\n"
 	    "MB = 1,000,000 bytes, MiB = 1,048,576.\n"
 	    "\n"
 	    "options:\n"
@@ -127,6 +129,8 @@ static void usage(FILE *f)
 	    "      --store-full skip|delete-oldest  when a dump would break those (default skip)\n"
 	    "      --history DURATION   metric history shown in each dump's context files NAME.json and\n"
 	    "                           NAME.svg beside it (default %s; 1s to 1h)\n"
+	    "      --proc-interval D    how often rss, private-memory, swap, threads and fds are read from\n"
+	    "                           /proc (default %s; 10ms to 1m)\n"
 	    "      --launcher ID|off    show dumps on the desktop launcher entry ID (default %s; a sudo run\n"
 	    "                           shows them to the user who ran sudo)%s\n"
 	    "  -v, --verbose            print metrics as they arrive\n"
@@ -144,8 +148,8 @@ static void usage(FILE *f)
 	    "\n",
 	    record_duration, view_interval, DW_DEFAULT_DUMP_DIR, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE),
 	    dump_via_name(DW_DEFAULT_DUMP_VIA), DW_DEFAULT_MAX_DUMPS, cooldown, counter_interval, dump_timeout,
-	    min_free, history, LAUNCHER_DEFAULT_ID, launcher_built_in() ? "" : "; not built in", DW_DEFAULT_MAX_DUMPS,
-	    rule_cooldown, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE), stop_timeout);
+	    min_free, history, proc_interval, LAUNCHER_DEFAULT_ID, launcher_built_in() ? "" : "; not built in",
+	    DW_DEFAULT_MAX_DUMPS, rule_cooldown, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE), stop_timeout);
 	exit_codes_print(f);
 }
 
@@ -592,7 +596,7 @@ struct cli {
 	const char *launcher; /* --launcher; NULL: not given */
 	enum dump_via via;
 	int verbose;
-	int64_t counter_interval_ns, stop_timeout_ns, dump_timeout_ns, history_ns;
+	int64_t counter_interval_ns, stop_timeout_ns, dump_timeout_ns, history_ns, proc_interval_ns;
 	struct store_limits store;
 	const char *socket_dirs[GUARD_SOCKET_DIRS_MAX];
 	size_t n_socket_dirs;
@@ -619,6 +623,7 @@ enum {
 	OPT_STORE_MAX_COUNT,
 	OPT_STORE_FULL,
 	OPT_HISTORY,
+	OPT_PROC_INTERVAL,
 	OPT_CREATEDUMP,
 	OPT_ALLOW_DUMP_DIR,
 	OPT_LAUNCHER
@@ -751,6 +756,13 @@ static int cli_option(struct cli *c, int opt, const char *arg)
 			return -EINVAL;
 		}
 		return 0;
+	case OPT_PROC_INTERVAL:
+		if (units_parse_duration(arg, &c->proc_interval_ns, err, sizeof(err)) < 0 ||
+		    c->proc_interval_ns < DW_PROC_INTERVAL_MIN_NS || c->proc_interval_ns > DW_PROC_INTERVAL_MAX_NS) {
+			log_error("--proc-interval takes a duration from 10ms to 1m, such as 100ms; not \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
 	case OPT_STORE_FULL:
 		if (strcmp(arg, "skip") == 0)
 			c->store.delete_oldest = 0;
@@ -807,6 +819,7 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	                                     {"store-max-count", required_argument, NULL, OPT_STORE_MAX_COUNT},
 	                                     {"store-full", required_argument, NULL, OPT_STORE_FULL},
 	                                     {"history", required_argument, NULL, OPT_HISTORY},
+	                                     {"proc-interval", required_argument, NULL, OPT_PROC_INTERVAL},
 	                                     {"allow-dump-dir", required_argument, NULL, OPT_ALLOW_DUMP_DIR},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, OPT_VERSION},
@@ -818,6 +831,7 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	c->max_dumps = DW_DEFAULT_MAX_DUMPS;
 	c->cooldown_ns = DW_DEFAULT_WATCH_COOLDOWN_NS;
 	c->history_ns = DW_DEFAULT_HISTORY_NS;
+	c->proc_interval_ns = DW_DEFAULT_PROC_INTERVAL_NS;
 	c->dump_dir = DW_DEFAULT_DUMP_DIR;
 	c->via = DW_DEFAULT_DUMP_VIA;
 	c->counter_interval_ns = DW_DEFAULT_COUNTER_INTERVAL_NS;
@@ -909,6 +923,7 @@ static int guard_options_from_cli(const struct cli *c, struct guard_options *go)
 	go->via = c->via;
 	go->counter_interval_sec = (uint32_t)(c->counter_interval_ns / DW_NS_PER_SEC);
 	go->history_ns = c->history_ns;
+	go->proc_interval_ns = c->proc_interval_ns;
 	go->verbose = c->verbose;
 	go->stop_timeout_ns = c->stop_timeout_ns;
 	for (size_t i = 0; i < c->n_socket_dirs; i++)
@@ -1018,6 +1033,7 @@ static int run_watch(struct cli *c)
 	o.verbose = c->verbose;
 	o.counter_interval_sec = (uint32_t)(c->counter_interval_ns / DW_NS_PER_SEC);
 	o.history_ns = c->history_ns;
+	o.proc_interval_ns = c->proc_interval_ns;
 	o.store = c->store;
 	o.dump_timeout_ns = c->dump_timeout_ns;
 	o.createdump = c->createdump;

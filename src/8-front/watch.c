@@ -255,6 +255,7 @@ int watch_run(const struct watch_options *o)
 	    .createdump = o->createdump,
 	    .counter_interval_sec = o->counter_interval_sec,
 	    .history_ns = o->history_ns,
+	    .proc_interval_ns = o->proc_interval_ns,
 	    .verbose = o->verbose,
 	};
 	w.t = w.loop ? target_new(&w.cfg, &watch_hooks, &w, &dt) : NULL;

@@ -7,12 +7,19 @@
 # MODE idle: the program is quiet before the spike, so the runtime's streaming
 # thread is asleep waiting for events; busy: it allocates 20 MB/s of garbage
 # throughout, so the thread is in its steady flush-then-sleep-100-ms cycle.
-#   usage: tests/bench/latency.sh [BUILD_DIR] [RUNS] [idle|busy]
+# METRIC loh-size (default) watches the stream; private-memory polls /proc
+# every PROC_INTERVAL (default 100ms) instead: the rule's threshold is the
+# program's private memory before the spike plus 200 MB, and MemSpike prints
+# the time right after the allocation that took it there (pmark, checked
+# after every MB). Both write every page they allocate.
+#   usage: tests/bench/latency.sh [BUILD_DIR] [RUNS] [idle|busy] [loh-size|private-memory] [PROC_INTERVAL]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build}
 runs=${2:-10}
 mode=${3:-idle}
+metric=${4:-loh-size}
+interval=${5:-100ms}
 dw="$build/dumpwatch"
 app="$build/apps/MemSpike/MemSpike"
 t=$(mktemp -d /tmp/dw-lat.XXXXXX)
@@ -29,8 +36,17 @@ for i in $(seq "$runs"); do
 	pids+=("$ap")
 	until grep -q ready "$t/app.out"; do sleep 0.05; done
 	until ls /tmp/dotnet-diagnostic-$ap-*-socket >/dev/null 2>&1; do sleep 0.05; done
-	"$dw" --pid "$ap" --when 'loh-size > 200MB' --dump-type triage --dump-dir "$t" --journal "$t/j.jsonl" \
-		>"$t/dw.out" 2>&1 &
+	echo "write on" >&3
+	if [ "$metric" = private-memory ]; then
+		# Private memory (kB) now, and the threshold 200 MB above it.
+		base=$(awk '/^(RssAnon|VmSwap):/ { kb += $2 } END { print kb * 1024 }' "/proc/$ap/status")
+		mark=$(((base + 200000000) / 1000000))
+		when="private-memory > ${mark}MB"
+	else
+		when='loh-size > 200MB'
+	fi
+	"$dw" --pid "$ap" --when "$when" --proc-interval "$interval" --dump-type triage --dump-dir "$t" \
+		--journal "$t/j.jsonl" >"$t/dw.out" 2>&1 &
 	dp=$!
 	pids+=("$dp")
 	for _ in $(seq 100); do grep -q 'watching pid' "$t/dw.out" && break; sleep 0.1; done
@@ -39,10 +55,14 @@ for i in $(seq "$runs"); do
 	sleep 0.5
 	# Random phase against the runtime's 100 ms flush cycle.
 	sleep "$((RANDOM % 100 / 100)).$(printf %02d $((RANDOM % 100)))"
-	echo "mark 200" >&3
+	if [ "$metric" = private-memory ]; then
+		echo "pmark $mark" >&3
+	else
+		echo "mark 200" >&3
+	fi
 	echo "loh 300" >&3
 	wait "$dp" || true
-	crossed=$(sed -n 's/^crossed .*t_us=\([0-9]*\).*/\1/p' "$t/app.out")
+	crossed=$(sed -n 's/^p\{0,1\}crossed .*t_us=\([0-9]*\).*/\1/p' "$t/app.out")
 	fired=$(grep '"event":"fire"' "$t/j.jsonl" | sed -n 's/.*"fired_unix_us":\([0-9]*\).*/\1/p')
 	own=$(grep '"event":"fire"' "$t/j.jsonl" | sed -n 's/.*"read_to_fire_ms":\([0-9.e+-]*\).*/\1/p')
 	delay=$(grep '"event":"fire"' "$t/j.jsonl" | sed -n 's/.*"detect_delay_ms":\([0-9.e+-]*\).*/\1/p')
@@ -59,7 +79,11 @@ summary() { # column, scale, label, decimals
 			printf "%-40s median %." d "f ms, min %." d "f ms, max %." d "f ms\n", l, m, v[1], v[NR]
 		}'
 }
-echo "detection latency over $runs runs ($mode before the spike):"
-summary 1 1000 "allocation crossed 200 MB -> decision:" 1
+if [ "$metric" = private-memory ]; then
+	echo "detection latency over $runs runs ($mode before the spike), private-memory polled every $interval:"
+else
+	echo "detection latency over $runs runs ($mode before the spike), loh-size from the event stream:"
+fi
+summary 1 1000 "allocation crossed the threshold -> decision:" 1
 summary 3 1 "event timestamp -> decision:" 1
 summary 2 1 "bytes read -> decision (dumpwatch):" 3

@@ -15,7 +15,9 @@
 #   usage: tests/bench/many.sh [BUILD_DIR] [COUNT] [DUMPWATCH]
 #   COUNT: 200 by default. DUMPWATCH: the binary to measure (default
 #   BUILD_DIR/dumpwatch). HOLD (10 s) and WAIT_S (300 s: how long to wait for
-#   sockets, attaches and detaches) from the environment.
+#   sockets, attaches and detaches) from the environment; WHEN (the rule's
+#   condition, default "loh-size > 50GB") and DW_ARGS (more options for the
+#   guard, e.g. "--proc-interval 10ms") too.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build}
@@ -23,6 +25,8 @@ count=${2:-200}
 dw=${3:-$build/dumpwatch}
 hold=${HOLD:-10}
 wait_s=${WAIT_S:-300}
+when=${WHEN:-loh-size > 50GB}
+read -r -a dw_args <<<"${DW_ARGS:-}"
 app="$build/apps/MemSpike/MemSpike"
 for f in "$dw" "$app"; do [ -x "$f" ] || { echo "many: $f not built (scripts/test.sh -R none)" >&2; exit 1; }; done
 command -v jq >/dev/null || { echo "many: needs jq (scripts/setup.sh)" >&2; exit 1; }
@@ -94,9 +98,9 @@ pct() { sort -n "$1" | awk -v p="$2" '{v[NR] = $1} END {r = int((p * NR + 99) / 
 mkdir "$t/rules" "$t/dumps"
 tag="many$$"
 cat >"$t/rules/r.json" <<JSON
-{ "name": "many", "process": { "cmdline": "*--tag $tag-*" }, "when": "loh-size > 50GB" }
+{ "name": "many", "process": { "cmdline": "*--tag $tag-*" }, "when": "$when" }
 JSON
-"$dw" --rules-dir "$t/rules" --dump-dir "$t/dumps" --journal "$j" >"$t/dw.out" 2>&1 &
+"$dw" --rules-dir "$t/rules" --dump-dir "$t/dumps" --journal "$j" "${dw_args[@]}" >"$t/dw.out" 2>&1 &
 dp=$!
 wait_until 15 "grep -qs guarding '$t/dw.out'" || { echo "many: the guard did not start:"; cat "$t/dw.out"; exit 1; }
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -37,6 +37,11 @@ static const struct gc_case gc_cases[] = {
     {"appdomain-survived", M_APPDOMAIN_SURVIVED, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS | NEED_RUNTIME_COUNTERS, 0},
     {"appdomain-freed", M_APPDOMAIN_FREED, UNIT_BYTES, NEED_GC | NEED_ALLOC_TICKS, 0},
     {"time-in-gc", M_TIME_IN_GC, UNIT_PERCENT, NEED_GC, 0},
+    {"rss", M_RSS, UNIT_BYTES, NEED_PROC | NEED_GC, 0},
+    {"private-memory", M_PRIVATE_MEMORY, UNIT_BYTES, NEED_PROC | NEED_GC, 0},
+    {"swap", M_SWAP, UNIT_BYTES, NEED_PROC | NEED_GC, 0},
+    {"threads", M_THREADS, UNIT_COUNT, NEED_PROC | NEED_GC, 0},
+    {"fds", M_FDS, UNIT_COUNT, NEED_PROC | NEED_PROC_FDS | NEED_GC, 0},
 };
 
 struct counter_case {

@@ -418,8 +418,49 @@ static void test_seed_from_counters(void)
 	metrics_free(m);
 }
 
+/* The /proc metrics: unknown until a poll has their field, then the last
+ * poll's values and time; private-memory counts swap; a poll without a field
+ * makes that metric unknown again (a zombie's status has no Vm lines). */
+static void test_proc(void)
+{
+	struct metrics *m = metrics_new();
+	struct metric_ref r = ref_of(M_PRIVATE_MEMORY);
+	struct proc_sample p = {.rss = 500 << 20,
+	                        .anon = 300 << 20,
+	                        .swap = 50 << 20,
+	                        .threads = 12,
+	                        .fds = 40,
+	                        .have = PROC_HAVE_RSS | PROC_HAVE_ANON | PROC_HAVE_SWAP | PROC_HAVE_THREADS};
+	int64_t t = 0;
+
+	for (enum metric_id id = M_RSS; id <= M_FDS; id++)
+		CHECK(isnan(val(m, id, SEC, NULL)));
+	CHECK(metrics_basis(m, &r, SEC) == NULL);
+	metrics_on_proc(m, &p, 2 * SEC);
+	CHECK(val(m, M_RSS, 3 * SEC, &t) == (double)(500 << 20) && t == 2 * SEC);
+	CHECK(val(m, M_PRIVATE_MEMORY, 3 * SEC, NULL) == (double)(350 << 20));
+	CHECK(val(m, M_SWAP, 3 * SEC, NULL) == (double)(50 << 20));
+	CHECK(val(m, M_THREADS, 3 * SEC, NULL) == 12);
+	CHECK(isnan(val(m, M_FDS, 3 * SEC, NULL))); /* not asked for */
+	CHECK_STR(metrics_basis(m, &r, 3 * SEC), "proc");
+	/* The GC metrics do not come from /proc. */
+	CHECK(isnan(val(m, M_LOH_SIZE, 3 * SEC, NULL)));
+	p.have = PROC_HAVE_THREADS | PROC_HAVE_FDS;
+	p.threads = 1;
+	metrics_on_proc(m, &p, 4 * SEC);
+	CHECK(isnan(val(m, M_RSS, 5 * SEC, NULL)) && isnan(val(m, M_PRIVATE_MEMORY, 5 * SEC, NULL)));
+	CHECK(val(m, M_THREADS, 5 * SEC, &t) == 1 && t == 4 * SEC);
+	CHECK(val(m, M_FDS, 5 * SEC, NULL) == 40);
+	/* Without swap reported, private-memory is the anonymous memory. */
+	p.have = PROC_HAVE_ANON;
+	metrics_on_proc(m, &p, 6 * SEC);
+	CHECK(val(m, M_PRIVATE_MEMORY, 6 * SEC, NULL) == (double)(300 << 20));
+	metrics_free(m);
+}
+
 int main(void)
 {
+	test_proc();
 	test_unknown_at_start();
 	test_seed_from_counters();
 	test_empty();

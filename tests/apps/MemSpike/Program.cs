@@ -8,7 +8,15 @@
 //   spike N MS     loh N, hold for MS milliseconds, then release
 //   release        drop everything held and run a blocking full GC
 //   gc [GEN]       GC.Collect(GEN) (default 2)
-//   mark MB        print "crossed ..." when the held LOH bytes first reach MB during a later loh/spike
+//   mark MB        print "crossed ..." when the held LOH and native bytes first reach MB during a
+//                  later loh/spike/native
+//   pmark MB       print "pcrossed ..." when the private memory (RssAnon + VmSwap of /proc/self/status)
+//                  first reaches MB during a later loh/native (checked after every MB)
+//   write on|off   later loh/soh/poh allocations write every page, so they are resident as a real
+//                  program's data is (off by default: the GC hands out zeroed pages untouched)
+//   native N       allocate N MB outside the GC heap (1 MB blocks, every page written), keep them
+//   threads N      start N more threads that sleep until exit
+//   files N        open N more descriptors (/dev/null), kept until exit
 //   churn MBPS     a background thread allocates MBPS MB/s of short-lived 1000-byte arrays (0 stops it)
 //   sleep MS       wait
 //   exit [CODE]    leave
@@ -19,20 +27,65 @@ using System.Diagnostics;
 static long NowUs() => (DateTime.UtcNow.Ticks - DateTime.UnixEpoch.Ticks) / 10;
 
 var held = new List<object>();
+var native = new List<IntPtr>();
+var extraThreads = new List<Thread>();
+var files = new List<FileStream>();
+bool write = false;
+long heldNative = 0, pmarkBytes = -1;
 var churnRate = 0; // MB per second of garbage, read by the churn thread
 Thread? churnThread = null;
 long heldLoh = 0, markBytes = -1;
 const int MB = 1_000_000;
 
+long PrivateMemory()
+{
+    long kb = 0;
+    foreach (var line in File.ReadLines("/proc/self/status"))
+        if (line.StartsWith("RssAnon:") || line.StartsWith("VmSwap:"))
+            kb += long.Parse(line.Split(':')[1].Trim().Split(' ')[0]);
+    return kb * 1024;
+}
+
+void Marks()
+{
+    if (markBytes >= 0 && heldLoh + heldNative >= markBytes) {
+        Console.WriteLine($"crossed bytes={heldLoh + heldNative} t_us={NowUs()}");
+        markBytes = -1;
+    }
+    if (pmarkBytes >= 0) {
+        long pm = PrivateMemory();
+        if (pm >= pmarkBytes) {
+            Console.WriteLine($"pcrossed bytes={pm} t_us={NowUs()}");
+            pmarkBytes = -1;
+        }
+    }
+}
+
+void Touch(byte[] a)
+{
+    if (write)
+        for (int j = 0; j < a.Length; j += 4096) a[j] = 1;
+}
+
 void Loh(int n)
 {
     for (int i = 0; i < n; i++) {
-        held.Add(new byte[MB]);
+        var a = new byte[MB];
+        Touch(a);
+        held.Add(a);
         heldLoh += MB;
-        if (markBytes >= 0 && heldLoh >= markBytes) {
-            Console.WriteLine($"crossed bytes={heldLoh} t_us={NowUs()}");
-            markBytes = -1;
-        }
+        Marks();
+    }
+}
+
+void Native(int n)
+{
+    for (int i = 0; i < n; i++) {
+        var p = System.Runtime.InteropServices.Marshal.AllocHGlobal(MB);
+        for (int j = 0; j < MB; j += 4096) System.Runtime.InteropServices.Marshal.WriteByte(p, j, 1);
+        native.Add(p);
+        heldNative += MB;
+        Marks();
     }
 }
 
@@ -40,6 +93,9 @@ void Release()
 {
     held.Clear();
     heldLoh = 0;
+    foreach (var p in native) System.Runtime.InteropServices.Marshal.FreeHGlobal(p);
+    native.Clear();
+    heldNative = 0;
     GC.Collect(2, GCCollectionMode.Forced, blocking: true, compacting: true);
 }
 
@@ -51,15 +107,36 @@ bool Run(string line)
     switch (p[0]) {
     case "loh": Loh(Arg(1, 1)); break;
     case "soh":
-        for (long i = 0, n = Arg(1, 1) * 1000L; i < n; i++) held.Add(new byte[1000 - 24]);
+        for (long i = 0, n = Arg(1, 1) * 1000L; i < n; i++) {
+            var a = new byte[1000 - 24];
+            if (write) a[0] = 1;
+            held.Add(a);
+        }
         break;
     case "poh":
-        for (int i = 0, n = Arg(1, 1); i < n; i++) held.Add(GC.AllocateArray<byte>(MB, pinned: true));
+        for (int i = 0, n = Arg(1, 1); i < n; i++) {
+            var a = GC.AllocateArray<byte>(MB, pinned: true);
+            Touch(a);
+            held.Add(a);
+        }
         break;
     case "spike": Loh(Arg(1, 1)); Thread.Sleep(Arg(2, 300)); Release(); break;
     case "release": Release(); break;
     case "gc": GC.Collect(Arg(1, 2)); break;
     case "mark": markBytes = (long)Arg(1, 0) * MB; break;
+    case "pmark": pmarkBytes = (long)Arg(1, 0) * MB; break;
+    case "write": write = p.Length > 1 && p[1] == "on"; break;
+    case "native": Native(Arg(1, 1)); break;
+    case "threads":
+        for (int i = 0, n = Arg(1, 1); i < n; i++) {
+            var th = new Thread(() => Thread.Sleep(Timeout.Infinite)) { IsBackground = true };
+            th.Start();
+            extraThreads.Add(th);
+        }
+        break;
+    case "files":
+        for (int i = 0, n = Arg(1, 1); i < n; i++) files.Add(new FileStream("/dev/null", FileMode.Open, FileAccess.Read));
+        break;
     case "churn":
         Volatile.Write(ref churnRate, Arg(1, 0));
         if (churnThread == null) {
