@@ -34,6 +34,8 @@ enum metric_id {
 	M_SWAP,                /* swapped out (VmSwap) */
 	M_THREADS,             /* threads of the process */
 	M_FDS,                 /* open descriptors */
+	M_EXCEPTION_RATE,      /* first-chance exceptions per second, any type */
+	M_EXCEPTIONS,          /* matching first-chance exceptions in a window: "exception GLOB ..." */
 	M_COUNTER,             /* an EventCounter: provider + counter name */
 	M__COUNT
 };
@@ -45,6 +47,10 @@ enum metric_id {
 #define NEED_RUNTIME_COUNTERS 0x8u /* System.Runtime's counters: sizes before the first GC */
 #define NEED_PROC 0x10u            /* polled from /proc/PID/status, not the stream */
 #define NEED_PROC_FDS 0x20u        /* polled from /proc/PID/fd */
+#define NEED_EXCEPTIONS 0x40u      /* runtime provider, Exception keyword (ExceptionThrown_V1) */
+
+/* An exception condition counts at most this many exceptions in its window. */
+#define CATALOG_EXC_COUNT_MAX 1024
 
 #define CATALOG_NAME_MAX 128
 
@@ -61,6 +67,12 @@ struct metric_ref {
 	/* An event metric's value belongs to one moment (gc-pause: one GC); a rule
 	 * on it fires once per sample, not again while the value stays. */
 	int is_event;
+	/* M_EXCEPTIONS: which exceptions count (globs, matched without regard
+	 * to case; the type's against its full name and its name without the
+	 * namespace; "" = any message) and the window they are counted in. */
+	char exc_type[CATALOG_NAME_MAX];
+	char exc_message[CATALOG_NAME_MAX];
+	int64_t window_ns;
 };
 
 /* Resolves a metric name as written in a rule: a GC-derived name, an
@@ -78,6 +90,17 @@ struct metric_ref {
  * Returns 0; -ENOENT with err saying so and suggesting the nearest known name;
  * or -EINVAL for a malformed name (bad characters, too long, empty part). */
 int catalog_resolve(const char *name, struct metric_ref *out, char *err, size_t errlen);
+
+/* Fills out for an exception condition: exceptions whose type matches
+ * type_glob ("" or NULL: any) and message matches message_glob ("" or NULL:
+ * any), counted over window_ns. Its name reads "exception TYPE [message
+ * 'GLOB'] in WINDOW" (cut to CATALOG_NAME_MAX). Returns 0, or -EINVAL with
+ * err when a glob is too long or holds a control character. */
+int catalog_exception(const char *type_glob, const char *message_glob, int64_t window_ns, struct metric_ref *out,
+                      char *err, size_t errlen);
+
+/* Whether an exception of this type and message counts for ref (M_EXCEPTIONS). */
+int catalog_exception_matches(const struct metric_ref *ref, const char *type, const char *message);
 
 /* Canonical name of a built-in metric id ("loh-size"); "counter" for M_COUNTER. */
 const char *catalog_id_name(enum metric_id id);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "dumpwatch/events.h"
 #include "dumpwatch/gcrec.h"
 #include "dumpwatch/history.h"
 #include "dumpwatch/rulefile.h"
@@ -31,6 +32,15 @@ struct dumpctx_input {
 	 * known, 2 a floor (metrics_read_eval). */
 	double value[RULE_MAX_CONDS];
 	int read[RULE_MAX_CONDS];
+
+	/* With exc_set, the exception that fired condition exc_cond, copied:
+	 * it is written out after the dump. */
+	int exc_set;
+	uint32_t exc_cond;
+	char exc_type[EV_EXC_TYPE_MAX];
+	char exc_message[EV_EXC_MESSAGE_MAX];
+	uint32_t exc_hresult;
+	int64_t exc_ns;
 
 	int64_t fire_ns;      /* monotonic, the clock of the history and GCs */
 	int64_t fire_unix_ns; /* wall clock */

@@ -18,6 +18,7 @@
 #define EV_KW_GC 0x1ULL
 #define EV_KW_LOADER 0x8ULL
 #define EV_KW_APPDOMAIN_RM 0x800ULL
+#define EV_KW_EXCEPTION 0x8000ULL
 
 enum ev_type {
 	EV_NONE = 0, /* not an event dumpwatch decodes */
@@ -33,6 +34,7 @@ enum ev_type {
 	EV_GC_TRIGGERED,            /* id 35 */
 	EV_APPDOMAIN_MEM_ALLOCATED, /* id 83 */
 	EV_APPDOMAIN_MEM_SURVIVED,  /* id 84 */
+	EV_EXCEPTION_THROWN,        /* id 80, ExceptionThrown_V1 */
 };
 
 enum ev_gc_type { EV_GC_BLOCKING = 0, EV_GC_BACKGROUND = 1, EV_GC_FOREGROUND = 2 };
@@ -84,6 +86,19 @@ struct ev_appdomain_mem {
 	uint64_t process_survived; /* 84 only */
 };
 
+/* Lengths kept of an exception's type name and message (UTF-8, cut at a
+ * character's boundary); longer ones are marked truncated. */
+#define EV_EXC_TYPE_MAX 256
+#define EV_EXC_MESSAGE_MAX 512
+
+struct ev_exception {
+	char type[EV_EXC_TYPE_MAX];       /* "System.TimeoutException" */
+	char message[EV_EXC_MESSAGE_MAX]; /* as the program wrote it: any text */
+	int type_truncated, message_truncated;
+	uint32_t hresult;
+	uint16_t flags; /* 0x1 has an inner exception, 0x2 nested, 0x4 rethrown, 0x8 corrupted state, 0x10 CLS */
+};
+
 struct ev_record {
 	enum ev_type type;
 	int64_t timestamp; /* QPC ticks of the event */
@@ -97,6 +112,7 @@ struct ev_record {
 		struct ev_alloc_tick alloc;
 		uint32_t triggered_reason;
 		struct ev_appdomain_mem appdomain;
+		struct ev_exception exception;
 	} u;
 };
 

@@ -34,6 +34,24 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
  * threads, fds): each is known from the first poll that had its field. */
 void metrics_on_proc(struct metrics *m, const struct proc_sample *p, int64_t t_ns);
 
+/* Exception conditions (M_EXCEPTIONS) count only once watched: each distinct
+ * one (type, message, window) is registered here, at most this many. */
+#define METRICS_EXC_FILTERS_MAX 16
+/* Starts counting the exceptions of ref. 0 (also when counted already),
+ * -ENOSPC past METRICS_EXC_FILTERS_MAX, -ENOMEM, -EINVAL when ref is not
+ * an exception condition. Its value is known from then: 0 until one comes. */
+int metrics_watch_exceptions(struct metrics *m, const struct metric_ref *ref);
+
+/* The last exception that counted for ref: 1 with out filled (its strings
+ * valid until the next metrics_on_event), 0 when none did. */
+struct metrics_exception {
+	const char *type, *message;
+	uint32_t hresult;
+	uint16_t flags;
+	int64_t t_ns;
+};
+int metrics_exception_last(const struct metrics *m, const struct metric_ref *ref, struct metrics_exception *out);
+
 /* Reads a metric as of now_ns. Returns 1 with the value in the metric's base
  * unit and the time it was measured, or 0 while it is not known: sizes until
  * a GC or a complete System.Runtime sample (metrics.c's design note says how

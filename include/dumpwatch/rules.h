@@ -9,7 +9,19 @@
  * optional and a space may separate a number from its unit ("loh-size>200 MB");
  * the words for/above/below are matched without regard to case. VALUE follows
  * units.h for the metric's unit; a counter with no known unit takes a plain
- * number in its own display units. Pure. */
+ * number in its own display units.
+ *
+ * First-chance exceptions have a condition of their own:
+ *
+ *     exception [TYPE] [message 'PATTERN'] [> | >= N] [in DURATION]
+ *
+ * e.g. "exception TimeoutException* message '*pool*' >= 3 in 1m": at least N
+ * (default 1) exceptions whose type matches TYPE (a glob, default any, tried
+ * against the full name and the name without its namespace) and whose message
+ * matches PATTERN (a glob, quoted, default any), both without regard to case,
+ * thrown within the last DURATION (default 1m, from 1s to 24h). It holds at
+ * each such exception (an event metric), so it fires once per exception past
+ * the count, within the rule's limits. Pure. */
 #ifndef DUMPWATCH_RULES_H
 #define DUMPWATCH_RULES_H
 
@@ -21,6 +33,9 @@
 #define RULE_MAX_CONDS 8
 #define RULE_NAME_MAX 64
 #define RULE_TEXT_MAX 256
+#define RULE_EXC_WINDOW_NS (60 * 1000000000LL)
+#define RULE_EXC_WINDOW_MIN_NS 1000000000LL
+#define RULE_EXC_WINDOW_MAX_NS (24 * 3600 * 1000000000LL)
 
 enum cond_op { COND_GT = 0, COND_GE, COND_LT, COND_LE };
 

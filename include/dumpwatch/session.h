@@ -38,7 +38,8 @@ struct session;
 
 /* Builds the EventPipe provider list for sub into out (room for
  * SESSION_MAX_PROVIDERS): the runtime provider with the GC keyword at level 4,
- * or 5 when allocation ticks are needed, and each EventCounters provider with
+ * or 5 when allocation ticks are needed, and the Exception keyword when
+ * exceptions are (at level 2 when the GC is not needed), and each EventCounters provider with
  * "EventCounterIntervalSec=N" (written into args, which out refers to).
  * Returns the number of providers; nothing is subscribed that sub does not ask for. */
 size_t session_providers(const struct session_subscription *sub, struct ipc_provider *out, char *args, size_t argslen);

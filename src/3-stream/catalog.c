@@ -8,6 +8,7 @@
 #include "dumpwatch/text.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -52,6 +53,9 @@ static const struct gc_metric gc_metrics[M_COUNTER] = {
     [M_SWAP] = {"swap", UNIT_BYTES, NEED_PROC | NEED_GC, 0},
     [M_THREADS] = {"threads", UNIT_COUNT, NEED_PROC | NEED_GC, 0},
     [M_FDS] = {"fds", UNIT_COUNT, NEED_PROC | NEED_PROC_FDS | NEED_GC, 0},
+    [M_EXCEPTION_RATE] = {"exception-rate", UNIT_PER_SEC, NEED_EXCEPTIONS, 0},
+    /* Not a name: rules.h's "exception ..." condition (catalog_exception). */
+    [M_EXCEPTIONS] = {"exception", UNIT_COUNT, NEED_EXCEPTIONS, 1},
 };
 
 struct runtime_counter {
@@ -223,7 +227,8 @@ static const char *nearest_any(const char *name)
 	int best = 1 << 20;
 
 	for (size_t i = 0; i < (size_t)M_COUNTER; i++)
-		consider(name, gc_metrics[i].name, &best, &best_name);
+		if (i != M_EXCEPTIONS)
+			consider(name, gc_metrics[i].name, &best, &best_name);
 	for (size_t i = 0; runtime_counters[i].name; i++)
 		consider(name, runtime_counters[i].name, &best, &best_name);
 	return best_name;
@@ -281,7 +286,7 @@ int catalog_resolve(const char *name, struct metric_ref *out, char *err, size_t 
 	}
 
 	for (size_t i = 0; i < (size_t)M_COUNTER; i++) {
-		if (strcmp(gc_metrics[i].name, name) == 0) {
+		if (i != M_EXCEPTIONS && strcmp(gc_metrics[i].name, name) == 0) {
 			memset(out, 0, sizeof(*out));
 			out->id = (enum metric_id)i;
 			snprintf(out->name, sizeof(out->name), "%s", name);
@@ -338,4 +343,59 @@ int catalog_resolve(const char *name, struct metric_ref *out, char *err, size_t 
 		         "cpu-usage, or any EventCounter as Provider.Name/counter-name",
 		         shown);
 	return -ENOENT;
+}
+
+static int glob_ok(const char *what, const char *g, char *err, size_t errlen)
+{
+	if (strlen(g) >= CATALOG_NAME_MAX) {
+		snprintf(err, errlen, "the exception's %s pattern is too long (at most %d characters)", what,
+		         CATALOG_NAME_MAX - 1);
+		return -EINVAL;
+	}
+	for (const unsigned char *p = (const unsigned char *)g; *p; p++)
+		if (*p < 0x20 || *p == 0x7f) {
+			snprintf(err, errlen, "the exception's %s pattern holds a control character", what);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+int catalog_exception(const char *type_glob, const char *message_glob, int64_t window_ns, struct metric_ref *out,
+                      char *err, size_t errlen)
+{
+	char win[16];
+
+	if (!type_glob || !*type_glob)
+		type_glob = "*";
+	if (!message_glob)
+		message_glob = "";
+	if (glob_ok("type", type_glob, err, errlen) < 0 || glob_ok("message", message_glob, err, errlen) < 0)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->id = M_EXCEPTIONS;
+	out->unit = UNIT_COUNT;
+	out->scale = 1.0;
+	out->needs = gc_metrics[M_EXCEPTIONS].needs;
+	out->is_event = gc_metrics[M_EXCEPTIONS].is_event;
+	out->window_ns = window_ns;
+	snprintf(out->exc_type, sizeof(out->exc_type), "%s", type_glob);
+	snprintf(out->exc_message, sizeof(out->exc_message), "%s", message_glob);
+	units_format_duration(window_ns, win, sizeof(win));
+	/* Cut to fit: the name is for people; the fields above are what match. */
+	if (*message_glob)
+		snprintf(out->name, sizeof(out->name), "exception %.50s message '%.35s' in %s", type_glob, message_glob,
+		         win);
+	else
+		snprintf(out->name, sizeof(out->name), "exception %.90s in %s", type_glob, win);
+	return 0;
+}
+
+int catalog_exception_matches(const struct metric_ref *ref, const char *type, const char *message)
+{
+	const char *dot = strrchr(type, '.');
+
+	if (fnmatch(ref->exc_type, type, FNM_CASEFOLD) != 0 &&
+	    (!dot || fnmatch(ref->exc_type, dot + 1, FNM_CASEFOLD) != 0))
+		return 0;
+	return !ref->exc_message[0] || fnmatch(ref->exc_message, message, FNM_CASEFOLD) == 0;
 }

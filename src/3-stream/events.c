@@ -76,6 +76,7 @@ enum {
 	ID_GC_TRIGGERED = 35,
 	ID_APPDOMAIN_MEM_ALLOCATED = 83,
 	ID_APPDOMAIN_MEM_SURVIVED = 84,
+	ID_EXCEPTION_THROWN = 80,
 };
 
 /* Fixed-layout runtime events: the payload size each version needs. A
@@ -112,6 +113,8 @@ static const struct rt_layout rt_layouts[] = {
     {ID_APPDOMAIN_MEM_ALLOCATED, EV_APPDOMAIN_MEM_ALLOCATED, "AppDomainMemAllocated", 0, {18, 0, 0}},
     /* v0 AppDomainID, Survived, ProcessSurvived, ClrInstanceID. */
     {ID_APPDOMAIN_MEM_SURVIVED, EV_APPDOMAIN_MEM_SURVIVED, "AppDomainMemSurvived", 0, {26, 0, 0}},
+    /* v0 empty; v1 two strings first: exception_thrown() checks field by field. */
+    {ID_EXCEPTION_THROWN, EV_EXCEPTION_THROWN, "ExceptionThrown", 1, {0, 0, 0}},
 };
 
 /* GCAllocationTick (ClrEtwAll.man templates GCAllocationTick_V1..V4):
@@ -166,6 +169,47 @@ static int alloc_tick(const uint8_t *p, size_t len, uint32_t version, int pointe
 	return 1;
 }
 
+/* ExceptionThrown_V1 (ClrEtwAll.man template Exception; the runtime fires it
+ * at the first pass of every managed throw, before any handler runs):
+ *   UTF-16 ExceptionType, UTF-16 ExceptionMessage, ptr ExceptionEIPCodeThrow,
+ *   u32 ExceptionHRESULT, u16 ExceptionFlags, u16 ClrInstanceID.
+ * v0 carries nothing. The strings are the program's own: any length, any
+ * characters; they are cut here, and escaped wherever they are shown. */
+static int exception_thrown(const uint8_t *p, size_t len, uint32_t version, int pointer_size, struct ev_exception *x,
+                            char *err, size_t errlen)
+{
+	size_t off = 0, s, units, utf8;
+
+	if (version == 0)
+		return 1;
+	if (pointer_size != 4 && pointer_size != 8)
+		return bad(err, errlen,
+		           "ExceptionThrown v%u cannot be read: the trace declares a pointer size of %d bytes "
+		           "(only 4 and 8 exist)",
+		           version, pointer_size);
+	for (int i = 0; i < 2; i++) {
+		char *out = i == 0 ? x->type : x->message;
+		size_t outlen = i == 0 ? sizeof(x->type) : sizeof(x->message);
+		s = text_utf16_read(p + off, len - off, out, outlen);
+		if (s == 0)
+			return bad(err, errlen,
+			           "ExceptionThrown v%u payload is %zu bytes and its %s (at offset %zu) has no "
+			           "terminating NUL",
+			           version, len, i == 0 ? "type name" : "message", off);
+		if (text_utf16_scan(p + off, s, s / 2, &units, &utf8) == 0 && utf8 >= outlen)
+			*(i == 0 ? &x->type_truncated : &x->message_truncated) = 1;
+		off += s;
+	}
+	if (len - off < (size_t)pointer_size + 8)
+		return bad(err, errlen,
+		           "ExceptionThrown v%u payload is %zu bytes, needs at least %zu after its strings", version,
+		           len, off + (size_t)pointer_size + 8);
+	off += (size_t)pointer_size; /* EIPCodeThrow: not used */
+	x->hresult = rd32(p + off);
+	x->flags = rd16(p + off + 4);
+	return 1;
+}
+
 static int decode_runtime(const struct nettrace_event *ev, const uint8_t *p, size_t len, int pointer_size,
                           struct ev_record *out, char *err, size_t errlen)
 {
@@ -181,8 +225,8 @@ static int decode_runtime(const struct nettrace_event *ev, const uint8_t *p, siz
 	if (!l)
 		return 0;
 	need = l->min[version > l->max_version ? l->max_version : version];
-	if (l->id == ID_GC_ALLOC_TICK && version >= 2)
-		need = 0; /* variable size: alloc_tick() checks field by field */
+	if ((l->id == ID_GC_ALLOC_TICK && version >= 2) || l->id == ID_EXCEPTION_THROWN)
+		need = 0; /* variable size: checked field by field */
 	if (len < need)
 		return bad(err, errlen, "%s v%u payload is %zu bytes, needs at least %zu", l->name, version, len, need);
 
@@ -237,6 +281,12 @@ static int decode_runtime(const struct nettrace_event *ev, const uint8_t *p, siz
 	case ID_GC_TRIGGERED:
 		out->u.triggered_reason = rd32(p);
 		break;
+	case ID_EXCEPTION_THROWN: {
+		int r = exception_thrown(p, len, version, pointer_size, &out->u.exception, err, errlen);
+		if (r < 0)
+			return r;
+		break;
+	}
 	case ID_APPDOMAIN_MEM_ALLOCATED:
 		out->u.appdomain.appdomain_id = rd64(p);
 		out->u.appdomain.bytes = rd64(p + 8);
@@ -594,6 +644,8 @@ const char *events_type_name(enum ev_type type)
 		return "AppDomainMemAllocated";
 	case EV_APPDOMAIN_MEM_SURVIVED:
 		return "AppDomainMemSurvived";
+	case EV_EXCEPTION_THROWN:
+		return "ExceptionThrown";
 	}
 	return "unknown";
 }

@@ -45,6 +45,7 @@
  * grew since then. */
 #include "dumpwatch/metrics.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,18 @@ struct counter_value {
 	char units[EV_UNITS_MAX];
 	double value;
 	int64_t t_ns;
+};
+
+/* The exceptions one exception condition counts: their times, oldest at
+ * head (pruned as the window passes), and the last one's type and message. */
+struct exc_filter {
+	struct metric_ref ref;
+	int64_t t_ns[CATALOG_EXC_COUNT_MAX];
+	uint32_t head, n;
+	int64_t last_ns;
+	char last_type[EV_EXC_TYPE_MAX], last_message[EV_EXC_MESSAGE_MAX];
+	uint32_t last_hresult;
+	uint16_t last_flags;
 };
 
 struct metrics {
@@ -165,6 +178,12 @@ struct metrics {
 	/* The last poll of /proc. */
 	struct proc_sample proc;
 	int64_t proc_ns;
+
+	/* First-chance exceptions: all of them, and those of each condition. */
+	struct rate exc_rate;
+	uint64_t exc_total;
+	struct exc_filter *exc[METRICS_EXC_FILTERS_MAX];
+	size_t n_exc;
 };
 
 struct metrics *metrics_new(void)
@@ -174,6 +193,8 @@ struct metrics *metrics_new(void)
 
 void metrics_free(struct metrics *m)
 {
+	for (size_t i = 0; m && i < m->n_exc; i++)
+		free(m->exc[i]);
 	free(m);
 }
 
@@ -413,10 +434,99 @@ int metrics_event_matters(const struct ev_record *r)
 	case EV_GC_HEAP_STATS:
 	case EV_GC_RESTART_EE_END:
 	case EV_GC_END:
+	case EV_EXCEPTION_THROWN:
 		return 1;
 	default:
 		return 0;
 	}
+}
+
+static int same_filter(const struct metric_ref *a, const struct metric_ref *b)
+{
+	return a->window_ns == b->window_ns && strcmp(a->exc_type, b->exc_type) == 0 &&
+	       strcmp(a->exc_message, b->exc_message) == 0;
+}
+
+static struct exc_filter *find_filter(const struct metrics *m, const struct metric_ref *ref)
+{
+	for (size_t i = 0; i < m->n_exc; i++)
+		if (same_filter(&m->exc[i]->ref, ref))
+			return m->exc[i];
+	return NULL;
+}
+
+int metrics_watch_exceptions(struct metrics *m, const struct metric_ref *ref)
+{
+	if (ref->id != M_EXCEPTIONS)
+		return -EINVAL;
+	if (find_filter(m, ref))
+		return 0;
+	if (m->n_exc == METRICS_EXC_FILTERS_MAX)
+		return -ENOSPC;
+	struct exc_filter *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->ref = *ref;
+	m->exc[m->n_exc++] = f;
+	return 0;
+}
+
+/* Drops the times that have left the window ending at now_ns. */
+static void filter_prune(struct exc_filter *f, int64_t now_ns)
+{
+	while (f->n > 0 && f->t_ns[f->head] < now_ns - f->ref.window_ns) {
+		f->head = (f->head + 1) % CATALOG_EXC_COUNT_MAX;
+		f->n--;
+	}
+}
+
+static void on_exception(struct metrics *m, const struct ev_exception *x, int64_t t_ns)
+{
+	m->exc_total++;
+	rate_add(&m->exc_rate, t_ns, 1);
+	for (size_t i = 0; i < m->n_exc; i++) {
+		struct exc_filter *f = m->exc[i];
+		if (!catalog_exception_matches(&f->ref, x->type, x->message))
+			continue;
+		filter_prune(f, t_ns);
+		if (f->n == CATALOG_EXC_COUNT_MAX) { /* the oldest goes: the count is capped */
+			f->head = (f->head + 1) % CATALOG_EXC_COUNT_MAX;
+			f->n--;
+		}
+		f->t_ns[(f->head + f->n) % CATALOG_EXC_COUNT_MAX] = t_ns;
+		f->n++;
+		if (t_ns >= f->last_ns) {
+			f->last_ns = t_ns;
+			memcpy(f->last_type, x->type, sizeof(f->last_type));
+			memcpy(f->last_message, x->message, sizeof(f->last_message));
+			f->last_hresult = x->hresult;
+			f->last_flags = x->flags;
+		}
+	}
+}
+
+/* The exceptions of f thrown within the window ending at now_ns. */
+static uint32_t filter_count(const struct exc_filter *f, int64_t now_ns)
+{
+	uint32_t k = 0;
+
+	while (k < f->n && f->t_ns[(f->head + k) % CATALOG_EXC_COUNT_MAX] < now_ns - f->ref.window_ns)
+		k++;
+	return f->n - k;
+}
+
+int metrics_exception_last(const struct metrics *m, const struct metric_ref *ref, struct metrics_exception *out)
+{
+	const struct exc_filter *f = find_filter(m, ref);
+
+	if (!f || f->last_ns == 0)
+		return 0;
+	out->type = f->last_type;
+	out->message = f->last_message;
+	out->hresult = f->last_hresult;
+	out->flags = f->last_flags;
+	out->t_ns = f->last_ns;
+	return 1;
 }
 
 void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns)
@@ -486,6 +596,9 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 		m->ad_allocated = r->u.appdomain.bytes;
 		m->ad_allocated_ns = t_ns;
 		m->have_ad_allocated = 1;
+		break;
+	case EV_EXCEPTION_THROWN:
+		on_exception(m, &r->u.exception, t_ns);
 		break;
 	case EV_APPDOMAIN_MEM_SURVIVED:
 		m->ad_survived = r->u.appdomain.bytes;
@@ -703,6 +816,21 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 			break;
 		}
 		*sample_ns = m->proc_ns;
+		return 1;
+	}
+	case M_EXCEPTION_RATE:
+		if (!rates_known(m, now_ns))
+			return 0;
+		*value = rate_get(&m->exc_rate, rate_end);
+		*sample_ns = now_ns;
+		return 1;
+	case M_EXCEPTIONS: {
+		const struct exc_filter *f = find_filter(m, ref);
+		if (!f)
+			return 0;
+		*value = filter_count(f, now_ns);
+		/* An event metric: the sample is the last matching exception. */
+		*sample_ns = f->last_ns;
 		return 1;
 	}
 	case M_COUNTER:

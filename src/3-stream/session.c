@@ -161,11 +161,21 @@ size_t session_providers(const struct session_subscription *sub, struct ipc_prov
 {
 	size_t n = 0;
 
-	if (sub->needs & (NEED_GC | NEED_ALLOC_TICKS)) {
+	if (sub->needs & (NEED_GC | NEED_ALLOC_TICKS | NEED_EXCEPTIONS)) {
 		/* AppDomainResourceManagement too: .NET 5+ never fires its
-		 * events, but a runtime that does is decoded. */
-		out[n].keywords = EV_KW_GC | EV_KW_APPDOMAIN_RM;
-		out[n].level = (sub->needs & NEED_ALLOC_TICKS) ? 5 : 4;
+		 * events, but a runtime that does is decoded. ExceptionThrown_V1
+		 * is at level 2 (Error): alone, the Exception keyword is taken at
+		 * that level, which leaves out the catch and finally events (level
+		 * 4) of the same keyword; beside the GC's level 4 they come too,
+		 * and are not decoded. */
+		out[n].keywords = 0;
+		out[n].level = 2;
+		if (sub->needs & (NEED_GC | NEED_ALLOC_TICKS)) {
+			out[n].keywords |= EV_KW_GC | EV_KW_APPDOMAIN_RM;
+			out[n].level = (sub->needs & NEED_ALLOC_TICKS) ? 5 : 4;
+		}
+		if (sub->needs & NEED_EXCEPTIONS)
+			out[n].keywords |= EV_KW_EXCEPTION;
 		out[n].name = EV_RUNTIME_PROVIDER;
 		out[n].args = NULL;
 		n++;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dumpwatch/units.h"
@@ -137,6 +138,136 @@ const char *rule_unit_example(enum unit_kind u)
 	}
 }
 
+/* Reads a pattern: quoted with ' or " (no escapes; the other quote may
+ * appear inside), or, when bare is set, a run of characters up to a space or
+ * an operator. Returns the bytes consumed, 0 when there is none, -1 when a
+ * quote is not closed or the pattern is too long. */
+static int read_pattern(const char *p, int bare, char *out, size_t outlen)
+{
+	size_t n;
+
+	if (*p == '\'' || *p == '"') {
+		const char *end = strchr(p + 1, *p);
+		if (!end)
+			return -1;
+		n = (size_t)(end - p - 1);
+		if (n >= outlen)
+			return -1;
+		memcpy(out, p + 1, n);
+		out[n] = '\0';
+		return (int)(n + 2);
+	}
+	if (!bare)
+		return 0;
+	n = 0;
+	while (p[n] && !is_space(p[n]) && !strchr("<>=", p[n]))
+		n++;
+	if (n >= outlen)
+		return -1;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return (int)n;
+}
+
+/* "exception [TYPE] [message 'GLOB'] [> | >= N] [in DURATION]" (rules.h),
+ * p just past the word "exception". */
+static int parse_exception(const char *p, struct rule_cond *c, char *err, size_t errlen)
+{
+	char type[CATALOG_NAME_MAX] = "", msg[CATALOG_NAME_MAX] = "", part[RULE_TEXT_MAX], uerr[256], q[80];
+	int64_t window = RULE_EXC_WINDOW_NS;
+	double count = 1;
+	enum cond_op op = COND_GE;
+	const char *start;
+	size_t n;
+	int r;
+
+	p = skip_space(p);
+	if (*p && !strchr("<>=", *p) && !is_word(p, "message") && !is_word(p, "in") && !is_word(p, "for")) {
+		r = read_pattern(p, 1, type, sizeof(type));
+		if (r < 0) {
+			snprintf(err, errlen, "the exception's type pattern is too long or its quote is not closed");
+			return -EINVAL;
+		}
+		p = skip_space(p + r);
+	}
+	if (is_word(p, "message")) {
+		p = skip_space(p + 7);
+		r = read_pattern(p, 0, msg, sizeof(msg));
+		if (r <= 0) {
+			snprintf(
+			    err, errlen,
+			    "\"message\" takes a quoted pattern, as in message '*timed out*' (at most %d characters)",
+			    CATALOG_NAME_MAX - 1);
+			return -EINVAL;
+		}
+		p = skip_space(p + r);
+	}
+	if (*p == '>' || *p == '<' || *p == '=' || *p == '!') {
+		if (p[0] == '>' && p[1] == '=') {
+			p += 2;
+		} else if (p[0] == '>' && p[1] != '>') {
+			op = COND_GT;
+			p += 1;
+		} else {
+			snprintf(err, errlen,
+			         "an exception condition counts up to a number: use >= N or > N, as in exception "
+			         "TimeoutException >= 3 in 1m");
+			return -EINVAL;
+		}
+		p = skip_space(p);
+		start = p;
+		n = 0;
+		while (p[n] && !is_space(p[n]))
+			n++;
+		memcpy(part, start, n);
+		part[n] = '\0';
+		count = -1;
+		if (n > 0 && n < 6 && strspn(part, "0123456789") == n)
+			count = (double)atoi(part);
+		if (count < (op == COND_GT ? 0 : 1) || count > CATALOG_EXC_COUNT_MAX - (op == COND_GT)) {
+			quote_text(q, sizeof(q), part, n);
+			snprintf(err, errlen, "the count of exceptions must be a whole number from 1 to %d, not \"%s\"",
+			         CATALOG_EXC_COUNT_MAX, q);
+			return -EINVAL;
+		}
+		p = skip_space(start + n);
+	}
+	if (is_word(p, "in")) {
+		p = skip_space(p + 2);
+		start = p;
+		n = scan_quantity(p);
+		memcpy(part, start, n);
+		part[n] = '\0';
+		if (units_parse_duration(part, &window, uerr, sizeof(uerr)) < 0 || window < RULE_EXC_WINDOW_MIN_NS ||
+		    window > RULE_EXC_WINDOW_MAX_NS) {
+			quote_text(q, sizeof(q), part, n);
+			snprintf(err, errlen,
+			         "\"in\" takes the window to count exceptions in, from 1s to 24h, not \"%s\"", q);
+			return -EINVAL;
+		}
+		p = skip_space(start + n);
+	}
+	if (is_word(p, "for")) {
+		snprintf(err, errlen, "an exception condition counts in a window: write \"in 1m\", not \"for\"");
+		return -EINVAL;
+	}
+	if (*p) {
+		quote_text(q, sizeof(q), p, strlen(p));
+		snprintf(err, errlen,
+		         "unexpected \"%s\": an exception condition is exception [TYPE] [message 'PATTERN'] [>= N] "
+		         "[in DURATION]",
+		         q);
+		return -EINVAL;
+	}
+	r = catalog_exception(type, msg, window, &c->metric, err, errlen);
+	if (r < 0)
+		return r;
+	c->op = op;
+	c->threshold = count;
+	c->for_ns = 0;
+	return 0;
+}
+
 int rule_cond_parse(const char *text, struct rule_cond *out, char *err, size_t errlen)
 {
 	struct rule_cond c;
@@ -163,6 +294,15 @@ int rule_cond_parse(const char *text, struct rule_cond *out, char *err, size_t e
 	buf[len] = '\0';
 	memset(&c, 0, sizeof(c));
 	memcpy(c.text, buf, len + 1);
+
+	/* "exception" alone or before a space: exception-rate is a metric. */
+	if (is_word(buf, "exception") && (buf[9] == '\0' || is_space(buf[9]))) {
+		r = parse_exception(buf + 9, &c, err, errlen);
+		if (r < 0)
+			return r;
+		*out = c;
+		return 0;
+	}
 
 	/* METRIC: up to a space or an operator character. */
 	p = buf;

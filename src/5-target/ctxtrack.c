@@ -134,7 +134,9 @@ void ctxtrack_on_proc(struct ctxtrack *ct, const struct metrics *m, int64_t t_ns
 void ctxtrack_on_event(struct ctxtrack *ct, const struct metrics *m, const struct ev_record *r, int64_t t_ns)
 {
 	gcrec_on_event(ct->gc, r, t_ns);
-	if (r->type == EV_COUNTER) {
+	if (r->type == EV_COUNTER || r->type == EV_EXCEPTION_THROWN) {
+		/* Counters come in bursts, exceptions can come by the thousand:
+		 * sampled once, at the next tick. */
 		ct->counters_ns = t_ns;
 	} else if (metrics_event_matters(r)) {
 		sample(ct, m, t_ns);

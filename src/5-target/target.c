@@ -534,6 +534,24 @@ static void note_known(struct target *t, int64_t now)
 	t->all_known = left == 0;
 }
 
+/* Has the session's metrics count the exceptions of every exception
+ * condition of the rules. */
+static void watch_exceptions(struct target *t)
+{
+	if (!t->session)
+		return;
+	for (size_t i = 0; i < t->n_rules; i++)
+		for (uint32_t c = 0; c < t->rules[i].fr.rule.n_conds && c < RULE_MAX_CONDS; c++) {
+			const struct metric_ref *ref = &t->rules[i].fr.rule.conds[c].metric;
+			if (ref->id == M_EXCEPTIONS && metrics_watch_exceptions(session_metrics(t->session), ref) < 0)
+				log_warn("pid %d (%s): rule %s: more than %d different exception conditions for one "
+				         "process; "
+				         "\"%s\" is not counted",
+				         (int)t->dt.pid, t->name, t->rules[i].fr.rule.name, METRICS_EXC_FILTERS_MAX,
+				         ref->name);
+		}
+}
+
 static void attached(struct target *t)
 {
 	int fd = ipc_op_take_stream(t->op);
@@ -557,6 +575,7 @@ static void attached(struct target *t)
 		return;
 	}
 	session_set_stream(t->session, fd, id, &t->info);
+	watch_exceptions(t);
 	if (loop_add(t->cfg->loop, fd, EPOLLIN, on_stream, t) < 0) {
 		session_free(t->session);
 		t->session = NULL;
@@ -937,6 +956,16 @@ static void context_fire(struct target *t, const struct target_rule *tr, int64_t
 	for (uint32_t c = 0; c < tr->fr.rule.n_conds && c < RULE_MAX_CONDS; c++) {
 		int64_t when;
 		in->read[c] = metrics_read_eval(&at, &tr->fr.rule.conds[c].metric, &in->value[c], &when);
+		struct metrics_exception x;
+		if (!in->exc_set && tr->fr.rule.conds[c].metric.id == M_EXCEPTIONS &&
+		    metrics_exception_last(at.m, &tr->fr.rule.conds[c].metric, &x)) {
+			in->exc_set = 1;
+			in->exc_cond = c;
+			snprintf(in->exc_type, sizeof(in->exc_type), "%s", x.type);
+			snprintf(in->exc_message, sizeof(in->exc_message), "%s", x.message);
+			in->exc_hresult = x.hresult;
+			in->exc_ns = x.t_ns;
+		}
 	}
 	in->fire_ns = now;
 	in->fire_unix_ns = unix_ns;
@@ -1411,6 +1440,7 @@ int target_set_rules(struct target *t, struct target_rule *rules, size_t n)
 		t->proc_needs |= rule_needs(&t->rules[i].fr.rule) & (NEED_PROC | NEED_PROC_FDS);
 	}
 	t->all_known = 0; /* a new rule's metrics are journaled when known */
+	watch_exceptions(t);
 	if (t->n_rules == 0) {
 		t->retry_ns = 0;
 		target_detach(t, "no rule matches it any more");

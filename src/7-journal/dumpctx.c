@@ -82,6 +82,16 @@ static struct json_object *rule_json(const struct dumpctx_input *in)
 		json_object_object_add(j, "for_ms", json_object_new_int64(c->for_ns / 1000000));
 		json_object_object_add(j, "value", in->read[i] ? report_num(in->value[i], -1) : NULL);
 		json_object_object_add(j, "at_least", json_object_new_boolean(in->read[i] == 2));
+		if (in->exc_set && in->exc_cond == i) {
+			struct json_object *x = json_object_new_object();
+			char hr[16];
+			snprintf(hr, sizeof(hr), "0x%08x", (unsigned)in->exc_hresult);
+			json_object_object_add(x, "type", json_object_new_string(in->exc_type));
+			json_object_object_add(x, "message", json_object_new_string(in->exc_message));
+			json_object_object_add(x, "hresult", json_object_new_string(hr));
+			json_object_object_add(x, "t_ms", rel_ms(in->exc_ns, in->fire_ns));
+			json_object_object_add(j, "exception", x);
+		}
 		json_object_array_add(conds, j);
 	}
 	json_object_object_add(o, "conditions", conds);

@@ -53,6 +53,29 @@ void report_fire(struct json_object *rec, const struct rule *r, const struct met
 				off += (size_t)n;
 		}
 	}
+	/* The exception that fired an exception condition: the program's own
+	 * text, cut for the log line, which log.c escapes whole (JSON escapes
+	 * it in the journal). */
+	for (uint32_t c = 0; c < r->n_conds; c++) {
+		struct metrics_exception x;
+		char hr[16];
+		if (r->conds[c].metric.id != M_EXCEPTIONS || !metrics_exception_last(m, &r->conds[c].metric, &x))
+			continue;
+		struct json_object *xo = json_object_new_object();
+		snprintf(hr, sizeof(hr), "0x%08x", (unsigned)x.hresult);
+		json_object_object_add(xo, "type", json_object_new_string(x.type));
+		json_object_object_add(xo, "message", json_object_new_string(x.message));
+		json_object_object_add(xo, "hresult", json_object_new_string(hr));
+		json_object_object_add(xo, "inner", json_object_new_boolean(x.flags & 0x1));
+		json_object_object_add(xo, "thrown_before_fire_ms", report_num((double)(now - x.t_ns) / 1e6, 3));
+		json_object_object_add(rec, "exception", xo);
+		if (off < desclen) {
+			int n = snprintf(desc + off, desclen - off, " (%.100s: \"%.200s\")", x.type, x.message);
+			if (n > 0)
+				off += (size_t)n;
+		}
+		break;
+	}
 	json_object_object_add(rec, "rule", json_object_new_string(r->name));
 	json_object_object_add(rec, "conditions", conds);
 	json_object_object_add(rec, "metrics", vals);

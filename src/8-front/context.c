@@ -569,6 +569,19 @@ static void show_rule(FILE *out, struct json_object *ctx)
 		fputs("  ", out);
 		put_field(out, cond, "text", "?");
 		fprintf(out, ": %s at the fire\n", fmt_cond_value(cond, v, sizeof(v)));
+		/* The exception that counted last, as the program wrote it. */
+		struct json_object *x = member(cond, "exception", json_type_object);
+		double t_ms;
+		if (x) {
+			fputs("    last: ", out);
+			put_field(out, x, "type", "?");
+			fputs(": \"", out);
+			put_field(out, x, "message", "");
+			fputs("\"", out);
+			if (num(x, "t_ms", &t_ms))
+				fprintf(out, " (%.1f s before the fire)", -t_ms / 1e3);
+			fputc('\n', out);
+		}
 	}
 }
 

@@ -329,7 +329,8 @@ static int cmd_record(int argc, char **argv)
 		log_error("record needs --pid PID and --out FILE");
 		return DW_EXIT_USAGE;
 	}
-	if (record_run(pid, out, duration, NEED_GC | NEED_ALLOC_TICKS | NEED_COUNTERS, err, sizeof(err)) < 0) {
+	if (record_run(pid, out, duration, NEED_GC | NEED_ALLOC_TICKS | NEED_COUNTERS | NEED_EXCEPTIONS, err,
+	               sizeof(err)) < 0) {
 		log_error("%s", err);
 		return DW_EXIT_TARGET;
 	}

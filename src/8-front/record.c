@@ -43,9 +43,14 @@ int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs,
 	if (r < 0)
 		return r;
 	const struct ipc_endpoint ep = discovery_endpoint(&t);
-	if (needs & (NEED_GC | NEED_ALLOC_TICKS))
-		provs[n++] = (struct ipc_provider){EV_KW_GC | EV_KW_APPDOMAIN_RM, (needs & NEED_ALLOC_TICKS) ? 5 : 4,
-		                                   EV_RUNTIME_PROVIDER, NULL};
+	if (needs & (NEED_GC | NEED_ALLOC_TICKS | NEED_EXCEPTIONS))
+		provs[n++] =
+		    (struct ipc_provider){((needs & (NEED_GC | NEED_ALLOC_TICKS)) ? EV_KW_GC | EV_KW_APPDOMAIN_RM : 0) |
+		                              ((needs & NEED_EXCEPTIONS) ? EV_KW_EXCEPTION : 0),
+		                          (needs & NEED_ALLOC_TICKS) ? 5
+		                          : (needs & NEED_GC)        ? 4
+		                                                     : 2,
+		                          EV_RUNTIME_PROVIDER, NULL};
 	if (needs & NEED_COUNTERS)
 		provs[n++] = (struct ipc_provider){0, 4, "System.Runtime", "EventCounterIntervalSec=1"};
 	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);

@@ -198,6 +198,7 @@ static const struct shown shown[] = {
     {M_APPDOMAIN_ALLOCATED, UNIT_BYTES, "AppDomain 1 (DefaultDomain)"},
     {M_APPDOMAIN_SURVIVED, UNIT_BYTES, NULL},
     {M_APPDOMAIN_FREED, UNIT_BYTES, NULL},
+    {M_EXCEPTION_RATE, UNIT_PER_SEC, "Exceptions (first-chance, last 1 s)"},
 };
 
 static const char *unit_suffix(enum unit_kind u)
@@ -398,7 +399,7 @@ static int follow(struct view *v, const struct dn_target *t, char *err, size_t e
 	if (v->o->kind == VIEW_GC) {
 		sub.needs = NEED_GC;
 	} else {
-		sub.needs = NEED_GC | NEED_ALLOC_TICKS | NEED_COUNTERS;
+		sub.needs = NEED_GC | NEED_ALLOC_TICKS | NEED_COUNTERS | NEED_EXCEPTIONS;
 		snprintf(sub.counter_providers[sub.n_counter_providers++], CATALOG_NAME_MAX, "System.Runtime");
 		for (size_t i = 0; i < v->o->n_providers && sub.n_counter_providers < SESSION_MAX_COUNTER_PROVIDERS;
 		     i++)

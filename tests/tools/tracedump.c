@@ -11,6 +11,7 @@
 #include "dumpwatch/events.h"
 #include "dumpwatch/gcrec.h"
 #include "dumpwatch/nettrace.h"
+#include "dumpwatch/text.h"
 
 struct dump {
 	struct nettrace_info info;
@@ -94,6 +95,15 @@ static void on_event(void *ctx, const struct nettrace_event *ev)
 		printf(" appdomain=%" PRIu64 " bytes=%" PRIu64 " process_survived=%" PRIu64, r.u.appdomain.appdomain_id,
 		       r.u.appdomain.bytes, r.u.appdomain.process_survived);
 		break;
+	case EV_EXCEPTION_THROWN: {
+		char type[EV_EXC_TYPE_MAX * 4], msg[EV_EXC_MESSAGE_MAX * 4];
+		printf(" type=%s%s hresult=0x%08x flags=0x%x message=\"%s\"%s",
+		       text_escape_str(r.u.exception.type, type, sizeof(type)),
+		       r.u.exception.type_truncated ? "..." : "", (unsigned)r.u.exception.hresult,
+		       (unsigned)r.u.exception.flags, text_escape_str(r.u.exception.message, msg, sizeof(msg)),
+		       r.u.exception.message_truncated ? "..." : "");
+		break;
+	}
 	default:
 		break;
 	}

@@ -42,6 +42,7 @@ static const struct gc_case gc_cases[] = {
     {"swap", M_SWAP, UNIT_BYTES, NEED_PROC | NEED_GC, 0},
     {"threads", M_THREADS, UNIT_COUNT, NEED_PROC | NEED_GC, 0},
     {"fds", M_FDS, UNIT_COUNT, NEED_PROC | NEED_PROC_FDS | NEED_GC, 0},
+    {"exception-rate", M_EXCEPTION_RATE, UNIT_PER_SEC, NEED_EXCEPTIONS, 0},
 };
 
 struct counter_case {
@@ -88,7 +89,9 @@ static void test_gc_metrics(void)
 	struct metric_ref m;
 	char err[256];
 
-	CHECK(sizeof(gc_cases) / sizeof(gc_cases[0]) == (size_t)M_COUNTER);
+	/* Every built-in but the exception condition, which is not a name. */
+	CHECK(sizeof(gc_cases) / sizeof(gc_cases[0]) == (size_t)M_COUNTER - 1);
+	CHECK(catalog_resolve("exception", &m, err, sizeof(err)) == -ENOENT);
 	for (size_t i = 0; i < sizeof(gc_cases) / sizeof(gc_cases[0]); i++) {
 		const struct gc_case *g = &gc_cases[i];
 		memset(&m, 0x5a, sizeof(m));

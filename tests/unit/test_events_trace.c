@@ -15,13 +15,16 @@
 struct saved {
 	enum ev_type type;
 	const struct nettrace_metadata *meta;
-	uint8_t payload[512];
+	uint8_t payload[2048];
 	uint32_t size;
 };
 
 struct stats {
 	int pointer_size;
-	unsigned count[EV_APPDOMAIN_MEM_SURVIVED + 1];
+	unsigned count[EV_EXCEPTION_THROWN + 1];
+	struct ev_exception exc[16];
+	struct saved exc_payload[16];
+	size_t n_exc;
 	unsigned errors;
 	unsigned loh_ticks;
 	uint64_t loh_bytes, soh_bytes, poh_bytes;
@@ -117,6 +120,15 @@ static void on_event(void *ctx, const struct nettrace_event *ev)
 			snprintf(st->counters[st->n_counters++], EV_NAME_MAX, "%s", c->name);
 		break;
 	}
+	case EV_EXCEPTION_THROWN:
+		if (st->n_exc < 16 && ev->payload_size <= sizeof(st->exc_payload[0].payload)) {
+			st->exc[st->n_exc] = r.u.exception;
+			st->exc_payload[st->n_exc].meta = ev->meta;
+			memcpy(st->exc_payload[st->n_exc].payload, ev->payload, ev->payload_size);
+			st->exc_payload[st->n_exc].size = ev->payload_size;
+			st->n_exc++;
+		}
+		break;
 	default:
 		break;
 	}
@@ -339,8 +351,71 @@ static const struct runtime_trace net9 = {
     .first_promoted0 = 320224,
 };
 
+/* ExceptionThrown_V1 as .NET 10, 9 and 8 sent it while MemSpike ran
+ * "throw 3 timeout waiting for the pool", "throw 2 pool connection pool
+ * exhausted", "throw 1 invalid" with a 606-character message, "throw 1
+ * argument" with a non-ASCII message (tests/data/README.md). Every truncation
+ * of each payload is refused, never read past. */
+static void test_exceptions(const char *name)
+{
+	static struct stats st;
+	nettrace_parser *p = NULL;
+	char err[256];
+
+	memset(&st, 0, sizeof(st));
+	CHECK_MSG(parse_trace(name, &st, &p) == 0, "%s", name);
+	CHECK_MSG(st.errors == 0, "%s: %u decode errors", name, st.errors);
+	CHECK_MSG(st.count[EV_EXCEPTION_THROWN] == 7, "%s: %u exceptions", name, st.count[EV_EXCEPTION_THROWN]);
+	if (st.n_exc != 7) {
+		nettrace_free(p);
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		CHECK_STR(st.exc[i].type, "System.TimeoutException");
+		CHECK_STR(st.exc[i].message, "waiting for the pool");
+		CHECK(st.exc[i].hresult == 0x80131505u && !(st.exc[i].flags & 0x1));
+	}
+	for (int i = 3; i < 5; i++) {
+		CHECK_STR(st.exc[i].type, "PoolExhaustedException");
+		CHECK_STR(st.exc[i].message, "connection pool exhausted");
+		CHECK(st.exc[i].flags & 0x1); /* has an inner exception */
+	}
+	CHECK_STR(st.exc[5].type, "System.InvalidOperationException");
+	CHECK(st.exc[5].message_truncated && !st.exc[5].type_truncated);
+	CHECK(strlen(st.exc[5].message) == EV_EXC_MESSAGE_MAX - 1);
+	CHECK(strncmp(st.exc[5].message, "xxxxxxxxxx", 10) == 0);
+	CHECK_STR(st.exc[6].type, "System.ArgumentException");
+	CHECK_STR(st.exc[6].message, "\xc3\xbc"
+	                             "n"
+	                             "\xc3\xaf"
+	                             "c"
+	                             "\xc3\xb8"
+	                             "d"
+	                             "\xc3\xa9"
+	                             " \xe2\x9c\x93 message");
+	CHECK(!st.exc[6].message_truncated);
+	for (size_t k = 0; k < st.n_exc; k++) {
+		const struct saved *sv = &st.exc_payload[k];
+		struct nettrace_event ev = {.meta = sv->meta, .payload = sv->payload};
+		struct ev_record r;
+		/* The full payload once more, then every shorter one. */
+		ev.payload_size = sv->size;
+		CHECK(events_decode(&ev, st.pointer_size, &r, err, sizeof(err)) == 1);
+		for (uint32_t len = 0; len < sv->size; len++) {
+			ev.payload_size = len;
+			int rc = events_decode(&ev, st.pointer_size, &r, err, sizeof(err));
+			CHECK_MSG(rc == -EBADMSG && strstr(err, "ExceptionThrown"), "%s: exception %zu cut to %u: %d",
+			          name, k, len, rc);
+		}
+	}
+	nettrace_free(p);
+}
+
 int main(void)
 {
+	test_exceptions("exceptions-net10.nettrace");
+	test_exceptions("exceptions-net9.nettrace");
+	test_exceptions("exceptions-net8.nettrace");
 	test_record_cli();
 	test_record_runtime(&net8);
 	test_record_runtime(&net9);

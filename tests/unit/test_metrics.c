@@ -1,5 +1,6 @@
 /* Unit tests of the metric state: heap sizes at GC end raised live by
  * allocation ticks, pauses, rates over their windows, counters. */
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -458,8 +459,79 @@ static void test_proc(void)
 	metrics_free(m);
 }
 
+static void thrown(struct metrics *m, int64_t t, const char *type, const char *message)
+{
+	struct ev_record r;
+	memset(&r, 0, sizeof(r));
+	r.type = EV_EXCEPTION_THROWN;
+	snprintf(r.u.exception.type, sizeof(r.u.exception.type), "%s", type);
+	snprintf(r.u.exception.message, sizeof(r.u.exception.message), "%s", message);
+	r.u.exception.hresult = 0x80131505u;
+	metrics_on_event(m, &r, t);
+}
+
+/* Exception conditions count only what matches, within their window, up to
+ * the cap; their sample is the last match; exception-rate counts them all. */
+static void test_exceptions(void)
+{
+	struct metrics *m = metrics_new();
+	struct metric_ref pool, any, other;
+	struct metrics_exception x;
+	char err[256];
+	int64_t t = 0;
+
+	CHECK(catalog_exception("Timeout*", "*pool*", 10 * SEC, &pool, err, sizeof(err)) == 0);
+	CHECK(catalog_exception(NULL, NULL, 60 * SEC, &any, err, sizeof(err)) == 0);
+	CHECK(catalog_exception("Other*", NULL, 60 * SEC, &other, err, sizeof(err)) == 0);
+	metrics_start(m, 0);
+	CHECK(isnan(val(m, M_EXCEPTION_RATE, 500 * MS, NULL)));    /* rates: a second after the start */
+	CHECK(metrics_read(m, &pool, SEC, &(double){0}, &t) == 0); /* not watched: unknown */
+	CHECK(metrics_watch_exceptions(m, &pool) == 0);
+	CHECK(metrics_watch_exceptions(m, &pool) == 0); /* once */
+	CHECK(metrics_watch_exceptions(m, &any) == 0);
+	double v = -1;
+	CHECK(metrics_read(m, &pool, SEC, &v, &t) == 1 && v == 0);
+	CHECK(!metrics_exception_last(m, &pool, &x));
+
+	thrown(m, 2 * SEC, "System.TimeoutException", "waiting for the pool");
+	thrown(m, 3 * SEC, "System.InvalidOperationException", "the pool"); /* not this type */
+	thrown(m, 4 * SEC, "System.TimeoutException", "the database");      /* not this message */
+	thrown(m, 5 * SEC, "System.TimeoutException", "Pool drained");
+	CHECK(metrics_read(m, &pool, 5 * SEC, &v, &t) == 1 && v == 2 && t == 5 * SEC);
+	CHECK(metrics_read(m, &any, 5 * SEC, &v, &t) == 1 && v == 4);
+	CHECK(metrics_exception_last(m, &pool, &x) && strcmp(x.message, "Pool drained") == 0 && x.t_ns == 5 * SEC &&
+	      x.hresult == 0x80131505u);
+	CHECK(fabs(val(m, M_EXCEPTION_RATE, 5 * SEC + 500 * MS, NULL) - 1.0) < 1e-9); /* the one at 5 s */
+	/* The window: the one at 2 s leaves at 12 s, the one at 5 s at 15 s. */
+	CHECK(metrics_read(m, &pool, 12 * SEC + 1, &v, &t) == 1 && v == 1);
+	CHECK(metrics_read(m, &pool, 15 * SEC + 1, &v, &t) == 1 && v == 0 && t == 5 * SEC);
+
+	/* A burst: 2000 in one second. The count stops at the cap; the rate
+	 * counts them all. */
+	for (int i = 0; i < 2000; i++)
+		thrown(m, 20 * SEC + i * 500000LL, "System.TimeoutException", "pool");
+	CHECK(metrics_read(m, &pool, 21 * SEC, &v, &t) == 1 && v == CATALOG_EXC_COUNT_MAX);
+	CHECK(fabs(val(m, M_EXCEPTION_RATE, 21 * SEC, NULL) - 2000) < 1e-6);
+	CHECK(metrics_read(m, &any, 21 * SEC, &v, &t) == 1 && v == CATALOG_EXC_COUNT_MAX);
+	CHECK(metrics_read(m, &pool, 40 * SEC, &v, &t) == 1 && v == 0);
+
+	/* At most METRICS_EXC_FILTERS_MAX conditions. */
+	CHECK(metrics_watch_exceptions(m, &other) == 0);
+	for (int i = 0; i < METRICS_EXC_FILTERS_MAX; i++) {
+		struct metric_ref r;
+		char g[16];
+		snprintf(g, sizeof(g), "T%d", i);
+		CHECK(catalog_exception(g, NULL, SEC, &r, err, sizeof(err)) == 0);
+		int rc = metrics_watch_exceptions(m, &r);
+		CHECK(rc == (i < METRICS_EXC_FILTERS_MAX - 3 ? 0 : -ENOSPC));
+	}
+	CHECK(metrics_watch_exceptions(m, &(struct metric_ref){.id = M_LOH_SIZE}) == -EINVAL);
+	metrics_free(m);
+}
+
 int main(void)
 {
+	test_exceptions();
 	test_proc();
 	test_unknown_at_start();
 	test_seed_from_counters();

@@ -105,6 +105,19 @@ static const struct bad_cond bad_conds[] = {
     {"loh-size > MB", -EINVAL, "\"MB\" does not start with a number"},
     {"loh-size > 200MB and heap-size > 1GB", -EINVAL, "unexpected \"and heap-size > 1GB\" at the end"},
     {"loh size > 200MB", -ENOENT, "unknown metric \"loh\""},
+    {"exception Timeout* < 3 in 1m", -EINVAL, "an exception condition counts up to a number: use >= N or > N"},
+    {"exception Timeout* >= 0", -EINVAL, "whole number from 1 to 1024, not \"0\""},
+    {"exception Timeout* >= 1025", -EINVAL, "whole number from 1 to 1024"},
+    {"exception Timeout* > 1024", -EINVAL, "whole number from 1 to 1024"},
+    {"exception Timeout* >= 2.5", -EINVAL, "whole number"},
+    {"exception Timeout* >= 3 for 1m", -EINVAL, "counts in a window: write \"in 1m\", not \"for\""},
+    {"exception Timeout* >= 3 in 500ms", -EINVAL, "from 1s to 24h, not \"500ms\""},
+    {"exception Timeout* >= 3 in 2d", -EINVAL, "from 1s to 24h"},
+    {"exception Timeout* message pool", -EINVAL, "\"message\" takes a quoted pattern"},
+    {"exception Timeout* message '*pool*", -EINVAL, "\"message\" takes a quoted pattern"},
+    {"exception 'Timeout*", -EINVAL, "quote is not closed"},
+    {"exception Timeout* >= 3 in 1m please", -EINVAL, "unexpected \"please\": an exception condition is"},
+    {"exception Timeout* message '\x01'", -EINVAL, "holds a control character"},
 };
 
 static void test_good(void)
@@ -297,8 +310,69 @@ static void test_needs(void)
 	CHECK(rule_needs(&r) == (NEED_GC | NEED_RUNTIME_COUNTERS | NEED_COUNTERS | NEED_ALLOC_TICKS));
 }
 
+/* The exception condition: defaults, globs, counts, windows, names. */
+static void test_exceptions(void)
+{
+	struct rule_cond c;
+	char err[256];
+
+	CHECK(rule_cond_parse("exception", &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.id == M_EXCEPTIONS && c.metric.is_event && c.metric.needs == NEED_EXCEPTIONS);
+	CHECK_STR(c.metric.exc_type, "*");
+	CHECK_STR(c.metric.exc_message, "");
+	CHECK(c.metric.window_ns == 60 * S && c.op == COND_GE && c.threshold == 1 && c.for_ns == 0);
+	CHECK_STR(c.metric.name, "exception * in 1m");
+
+	CHECK(rule_cond_parse("exception TimeoutException* message '*pool*' >= 3 in 1m", &c, err, sizeof(err)) == 0);
+	CHECK_STR(c.metric.exc_type, "TimeoutException*");
+	CHECK_STR(c.metric.exc_message, "*pool*");
+	CHECK(c.op == COND_GE && c.threshold == 3 && c.metric.window_ns == 60 * S);
+	CHECK_STR(c.metric.name, "exception TimeoutException* message '*pool*' in 1m");
+	CHECK_STR(c.text, "exception TimeoutException* message '*pool*' >= 3 in 1m");
+
+	/* Quoted type, double-quoted message holding a single quote, "> N", no spaces around >. */
+	CHECK(rule_cond_parse("EXCEPTION 'System.IO.*' MESSAGE \"can't *\">9 IN 10s", &c, err, sizeof(err)) == 0);
+	CHECK_STR(c.metric.exc_type, "System.IO.*");
+	CHECK_STR(c.metric.exc_message, "can't *");
+	CHECK(c.op == COND_GT && c.threshold == 9 && c.metric.window_ns == 10 * S);
+	/* Only a message. */
+	CHECK(rule_cond_parse("exception message '*deadlock*'", &c, err, sizeof(err)) == 0);
+	CHECK_STR(c.metric.exc_type, "*");
+	CHECK_STR(c.metric.exc_message, "*deadlock*");
+	/* exception-rate is a metric like any other. */
+	CHECK(rule_cond_parse("exception-rate > 100/s for 10s", &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.id == M_EXCEPTION_RATE && c.threshold == 100 && c.for_ns == 10 * S);
+
+	/* Matching: the type by its full name or its name without the
+	 * namespace, both globs without regard to case. */
+	CHECK(rule_cond_parse("exception TimeoutException* message '*pool*'", &c, err, sizeof(err)) == 0);
+	CHECK(catalog_exception_matches(&c.metric, "System.TimeoutException", "waiting for the pool"));
+	CHECK(catalog_exception_matches(&c.metric, "System.TimeoutException", "POOL gone"));
+	CHECK(catalog_exception_matches(&c.metric, "TimeoutExceptionX", "a pool"));
+	CHECK(!catalog_exception_matches(&c.metric, "System.TimeoutException", "waiting"));
+	CHECK(!catalog_exception_matches(&c.metric, "System.InvalidOperationException", "pool"));
+	CHECK(!catalog_exception_matches(&c.metric, "System.TimeoutException.Inner.Other", "pool"));
+	CHECK(rule_cond_parse("exception System.*", &c, err, sizeof(err)) == 0);
+	CHECK(catalog_exception_matches(&c.metric, "System.IO.IOException", ""));
+	CHECK(!catalog_exception_matches(&c.metric, "MyApp.Error", ""));
+
+	/* A long pattern is kept whole; the name is cut to fit. */
+	char text[RULE_TEXT_MAX];
+	char type[121];
+	memset(type, 'T', 120);
+	type[120] = '\0';
+	snprintf(text, sizeof(text), "exception %s message '%.100s' >= 2 in 2h", type, type);
+	CHECK(rule_cond_parse(text, &c, err, sizeof(err)) == 0);
+	CHECK(strlen(c.metric.exc_type) == 120 && strlen(c.metric.exc_message) == 100);
+	CHECK(strlen(c.metric.name) < CATALOG_NAME_MAX);
+	char name[RULE_NAME_MAX];
+	rule_name_from_text("exception TimeoutException* message '*pool*' >= 3 in 1m", name, sizeof(name));
+	CHECK_STR(name, "exception-TimeoutException-message-pool-ge-3-in-1m");
+}
+
 int main(void)
 {
+	test_exceptions();
 	test_good();
 	test_bad();
 	test_cond_test();

@@ -23,6 +23,16 @@ int main(void)
 	CHECK(session_providers(&sub, p, args, sizeof(args)) == 1);
 	CHECK(p[0].keywords == (EV_KW_GC | EV_KW_APPDOMAIN_RM) && p[0].level == 5);
 
+	/* Exceptions alone: their keyword at level 2 (ExceptionThrown_V1 is an
+	 * Error event), so the catch and finally events (level 4) stay out. */
+	sub.needs = NEED_EXCEPTIONS;
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 1);
+	CHECK(p[0].keywords == EV_KW_EXCEPTION && p[0].level == 2);
+	/* Beside the GC: one provider, both keywords, the GC's level. */
+	sub.needs = NEED_EXCEPTIONS | NEED_GC;
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 1);
+	CHECK(p[0].keywords == (EV_KW_GC | EV_KW_APPDOMAIN_RM | EV_KW_EXCEPTION) && p[0].level == 4);
+
 	/* Counters only: no runtime provider at all. */
 	sub.needs = NEED_COUNTERS;
 	sub.counter_interval_sec = 5;

@@ -17,6 +17,12 @@
 //   native N       allocate N MB outside the GC heap (1 MB blocks, every page written), keep them
 //   threads N      start N more threads that sleep until exit
 //   files N        open N more descriptors (/dev/null), kept until exit
+//   throw N TYPE MESSAGE...   throw and catch N first-chance exceptions: TYPE timeout
+//                  (System.TimeoutException), invalid (InvalidOperationException), argument,
+//                  io, or pool (MemSpike.PoolExhaustedException with an inner TimeoutException);
+//                  in MESSAGE "\n" is a newline and "\e" an escape character
+//   throwfor MS RATE TYPE MESSAGE...  throw RATE exceptions per second for MS milliseconds
+//                  (each caught); prints "thrown first_us=... count=..." before "done"
 //   churn MBPS     a background thread allocates MBPS MB/s of short-lived 1000-byte arrays (0 stops it)
 //   sleep MS       wait
 //   exit [CODE]    leave
@@ -155,6 +161,28 @@ bool Run(string line)
             churnThread.Start();
         }
         break;
+    case "throw": {
+        string type = p.Length > 2 ? p[2] : "invalid", msg = MessageOf(p, 3);
+        for (int i = 0, n = Arg(1, 1); i < n; i++) ThrowOne(type, msg);
+        break;
+    }
+    case "throwfor": {
+        int ms = Arg(1, 1000), rate = Arg(2, 10);
+        string type = p.Length > 3 ? p[3] : "invalid", msg = MessageOf(p, 4);
+        var sw = Stopwatch.StartNew();
+        long first = 0, count = 0;
+        while (sw.ElapsedMilliseconds < ms) {
+            // Catch up to the schedule: count / rate seconds in.
+            while (count < (sw.ElapsedTicks * rate / Stopwatch.Frequency) + 1 && sw.ElapsedMilliseconds < ms) {
+                if (count == 0) first = NowUs();
+                ThrowOne(type, msg);
+                count++;
+            }
+            Thread.Sleep(1);
+        }
+        Console.WriteLine($"thrown first_us={first} count={count}");
+        break;
+    }
     case "sleep": Thread.Sleep(Arg(1, 0)); break;
     case "exit": Console.WriteLine($"done {line} t_us={NowUs()}"); Environment.Exit(Arg(1, 0)); break;
     default: Console.WriteLine($"error unknown command: {line}"); return true;
@@ -162,6 +190,26 @@ bool Run(string line)
     Console.WriteLine($"done {line} t_us={NowUs()}");
     return true;
 }
+
+Exception Make(string type, string message) => type switch {
+    "timeout" => new TimeoutException(message),
+    "invalid" => new InvalidOperationException(message),
+    "argument" => new ArgumentException(message),
+    "io" => new IOException(message),
+    "pool" => new PoolExhaustedException(message, new TimeoutException("inner: " + message)),
+    _ => new Exception(message),
+};
+
+void ThrowOne(string type, string message)
+{
+    try {
+        throw Make(type, message);
+    } catch (Exception) {
+    }
+}
+
+string MessageOf(string[] p, int from) =>
+    string.Join(' ', p.Skip(from)).Replace("\\n", "\n").Replace("\\e", "\u001b");
 
 Console.WriteLine($"ready pid={Environment.ProcessId} runtime={Environment.Version}");
 if (args.Length > 0 && args[0] == "demo") {
@@ -179,3 +227,8 @@ if (args.Length > 1 && args[0] == "--script") {
     return;
 }
 while (Console.ReadLine() is string l) Run(l.Trim());
+
+class PoolExhaustedException : Exception
+{
+    public PoolExhaustedException(string message, Exception inner) : base(message, inner) { }
+}
