@@ -107,6 +107,8 @@ static void usage(FILE *f)
 	    "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
 	    "'gc-pause > 500ms', 'private-memory > 2GB', 'System.Runtime/cpu-usage > 90%% for 10s'. All --when\n"
 	    "must hold at once. rss, private-memory, swap, threads and fds are polled from /proc.\n"
+	    "Exceptions: exception [TYPE] [message 'PATTERN'] [>= N] [in DURATION], e.g.\n"
+	    "\"exception TimeoutException* message '*pool*' >= 3 in 1m\" (globs; by default any, 1, 1m).\n"
 	    "MB = 1,000,000 bytes, MiB = 1,048,576.\n"
 	    "\n"
 	    "options:\n"

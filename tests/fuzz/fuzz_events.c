@@ -1,7 +1,7 @@
 /* Fuzz target: the payload decoders, under the metadata the .NET runtime
- * really sends. At start the recorded trace gc-alloc-counters.nettrace is
- * parsed and its metadata records (runtime GC events, EventCounters of
- * System.Runtime) kept. Input: byte 0 picks the metadata, byte 1 the pointer
+ * really sends. At start the recorded traces gc-alloc-counters.nettrace and
+ * exceptions-net10.nettrace are parsed and their metadata records (runtime
+ * GC and exception events, EventCounters of System.Runtime) kept. Input: byte 0 picks the metadata, byte 1 the pointer
  * size, the rest is the payload. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +18,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_METAS 64
-static nettrace_parser *parser; /* owns the metadata; kept for the run */
+static nettrace_parser *parsers[2]; /* own the metadata; kept for the run */
 static uint32_t meta_ids[MAX_METAS];
 static const struct nettrace_metadata *metas[MAX_METAS];
 static size_t n_metas;
+static size_t cur_first; /* the first record of the trace being read */
 
 static void on_meta(void *ctx, const struct nettrace_metadata *m)
 {
@@ -35,7 +36,7 @@ static void on_meta(void *ctx, const struct nettrace_metadata *m)
 static void on_event(void *ctx, const struct nettrace_event *ev)
 {
 	(void)ctx;
-	for (size_t i = 0; i < n_metas; i++)
+	for (size_t i = cur_first; i < n_metas; i++)
 		if (meta_ids[i] == ev->meta->id)
 			metas[i] = ev->meta;
 }
@@ -43,27 +44,34 @@ static void on_event(void *ctx, const struct nettrace_event *ev)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static uint8_t buf[1 << 16];
+	static const char *const files[2] = {DW_TEST_DATA "/gc-alloc-counters.nettrace",
+	                                     DW_TEST_DATA "/exceptions-net10.nettrace"};
 	struct nettrace_callbacks cb = {.on_metadata = on_meta, .on_event = on_event};
-	FILE *f = fopen(DW_TEST_DATA "/gc-alloc-counters.nettrace", "rb");
-	size_t n;
+	size_t n, k = 0;
 
 	(void)argc;
 	(void)argv;
-	parser = nettrace_new(&cb, NULL);
-	if (!f || !parser) {
-		fprintf(stderr, "fuzz_events: cannot read the recorded trace\n");
-		exit(1);
+	for (int fi = 0; fi < 2; fi++) {
+		FILE *f = fopen(files[fi], "rb");
+		size_t first = n_metas;
+		cur_first = first;
+		parsers[fi] = nettrace_new(&cb, NULL);
+		if (!f || !parsers[fi]) {
+			fprintf(stderr, "fuzz_events: cannot read the recorded trace %s\n", files[fi]);
+			exit(1);
+		}
+		while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+			if (nettrace_feed(parsers[fi], buf, n) < 0)
+				break;
+		fclose(f);
+		/* Keep only records an event used (their pointers are known). */
+		for (size_t i = first; i < n_metas; i++)
+			if (metas[i]) {
+				meta_ids[k] = meta_ids[i];
+				metas[k++] = metas[i];
+			}
+		n_metas = k;
 	}
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		if (nettrace_feed(parser, buf, n) < 0)
-			break;
-	fclose(f);
-	/* Keep only records an event used (their pointers are known). */
-	size_t k = 0;
-	for (size_t i = 0; i < n_metas; i++)
-		if (metas[i])
-			metas[k++] = metas[i];
-	n_metas = k;
 	if (n_metas == 0) {
 		fprintf(stderr, "fuzz_events: no metadata in the recorded trace\n");
 		exit(1);
