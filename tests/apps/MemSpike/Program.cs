@@ -21,6 +21,8 @@
 //                  (System.TimeoutException), invalid (InvalidOperationException), argument,
 //                  io, or pool (MemSpike.PoolExhaustedException with an inner TimeoutException);
 //                  in MESSAGE "\n" is a newline and "\e" an escape character
+//   work N         allocate N 16-byte arrays, dropping each, and print "work n=N ms=..." (the
+//                  elapsed time: a throughput figure for tests/bench/overhead.sh)
 //   throwfor MS RATE TYPE MESSAGE...  throw RATE exceptions per second for MS milliseconds
 //                  (each caught); prints "thrown first_us=... count=..." before "done"
 //   churn MBPS     a background thread allocates MBPS MB/s of short-lived 1000-byte arrays (0 stops it)
@@ -181,6 +183,15 @@ bool Run(string line)
             Thread.Sleep(1);
         }
         Console.WriteLine($"thrown first_us={first} count={count}");
+        break;
+    }
+    case "work": {
+        long n = p.Length > 1 ? long.Parse(p[1]) : 1000000;
+        object? sink = null;
+        var sw = Stopwatch.StartNew();
+        for (long i = 0; i < n; i++) sink = new byte[16];
+        GC.KeepAlive(sink);
+        Console.WriteLine($"work n={n} ms={sw.Elapsed.TotalMilliseconds:F1}");
         break;
     }
     case "sleep": Thread.Sleep(Arg(1, 0)); break;

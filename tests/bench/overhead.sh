@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The target's slowdown under dumpwatch, per subscription level: MemSpike
+# allocates N small arrays in a loop (`work N`, the worst case for GC
+# events: a gen0 GC every few ms) and reports the elapsed time; it runs
+# alone, then watched by dumpwatch with one rule whose metric needs:
+#   gc          gc-pause (runtime GC keyword, level 4)
+#   ticks       alloc-rate (GC keyword, level 5: allocation ticks)
+#   counters    System.Runtime/cpu-usage (EventCounters every 1 s)
+#   exceptions  exception (the Exception keyword, level 2)
+#   proc        private-memory, polled every 10 ms (plus GC level 4)
+# RUNS runs of each, in rotation so that drift hits them all alike; each run
+# is a fresh process that does the work three times, and counts its fastest
+# round. For repeatable figures MemSpike runs with its JIT fully optimizing
+# from the start (DOTNET_TieredCompilation=0), a non-concurrent GC and a fixed
+# 32 MB gen0 budget: otherwise one process runs 30 % slower than the next,
+# alone. Prints the median time, the spread (min-max) and the slowdown of the
+# medians against running alone. Figures only, never pass/fail.
+#   usage: tests/bench/overhead.sh [BUILD_DIR] [RUNS] [N]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$here/build}
+runs=${2:-7}
+n=${3:-200000000}
+dw="$build/dumpwatch"
+app="$build/apps/MemSpike/MemSpike"
+t=$(mktemp -d /tmp/dw-overhead.XXXXXX)
+chmod 755 "$t"
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$t"' EXIT
+
+levels=(alone gc ticks counters exceptions proc)
+declare -A when=(
+	[gc]='gc-pause > 100s'
+	[ticks]='alloc-rate > 1000GB/s'
+	[counters]='System.Runtime/cpu-usage > 1000%'
+	[exceptions]='exception NoSuchException'
+	[proc]='private-memory > 1TB'
+)
+one() { # level -> elapsed ms on stdout
+	local level=$1 ap dp=
+	rm -f "$t/cmd" "$t/app.out" "$t/dw.out"
+	mkfifo "$t/cmd"
+	exec 3<>"$t/cmd"
+	DOTNET_TieredCompilation=0 DOTNET_gcConcurrent=0 DOTNET_GCgen0size=0x2000000 "$app" <"$t/cmd" >"$t/app.out" 2>&1 &
+	ap=$!
+	pids+=("$ap")
+	until grep -q ready "$t/app.out"; do sleep 0.02; done
+	if [ "$level" != alone ]; then
+		until ls /tmp/dotnet-diagnostic-$ap-*-socket >/dev/null 2>&1; do sleep 0.02; done
+		"$dw" --pid "$ap" --when "${when[$level]}" --proc-interval 10ms --dump-dir "$t" >"$t/dw.out" 2>&1 &
+		dp=$!
+		pids+=("$dp")
+		for _ in $(seq 100); do grep -q 'watching pid' "$t/dw.out" && break; sleep 0.05; done
+		sleep 1.2 # the counters' first interval, the GC state
+	else
+		sleep 0.3
+	fi
+	echo "work $n" >&3
+	echo "work $n" >&3
+	echo "work $n" >&3
+	until [ "$(grep -c '^work ' "$t/app.out")" -ge 3 ]; do sleep 0.05; done
+	sed -n 's/^work n=[0-9]* ms=\([0-9.]*\).*/\1/p' "$t/app.out" | sort -g | head -1
+	echo "exit" >&3
+	wait "$ap" 2>/dev/null || true
+	[ -z "$dp" ] || { kill -TERM "$dp" 2>/dev/null || true; wait "$dp" 2>/dev/null || true; }
+	exec 3>&-
+}
+for i in $(seq "$runs"); do
+	for level in "${levels[@]}"; do
+		echo "$level $(one "$level")" >>"$t/results"
+	done
+done
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+base=$(awk '$1 == "alone" { print $2 }' "$t/results" | median)
+echo "MemSpike allocating $n 16-byte arrays (the fastest of 3 rounds), $runs runs each (ms):"
+for level in "${levels[@]}"; do
+	vals=$(awk -v l="$level" '$1 == l { print $2 }' "$t/results")
+	m=$(median <<<"$vals")
+	lo=$(sort -g <<<"$vals" | head -1)
+	hi=$(sort -g <<<"$vals" | tail -1)
+	awk -v l="$level" -v m="$m" -v lo="$lo" -v hi="$hi" -v b="$base" -v w="${when[$level]:-}" 'BEGIN {
+		printf "%-11s median %7.1f ms (min %7.1f, max %7.1f)  %+6.1f %%  %s\n", l, m, lo, hi, (m / b - 1) * 100, w }'
+done
