@@ -84,6 +84,8 @@
  * finest, so a "for 2s" condition sees at least two samples; in the target
  * it costs one small event per counter per second. */
 #define DW_DEFAULT_COUNTER_INTERVAL_NS (1 * DW_NS_PER_SEC)
+/* Shorter intervals are sent as milliseconds with an exponent (session.c). */
+#define DW_COUNTER_INTERVAL_MIN_NS (50 * 1000000LL)
 
 /* --dump-timeout: a heap dump of tens of GB takes minutes, and the target is
  * frozen meanwhile; past ten minutes createdump is taken to be stuck. */

@@ -24,7 +24,7 @@ struct guard_options {
 	const char *journal_path; /* NULL: no journal */
 	const char *state_dir;    /* NULL: limits are not kept across restarts */
 	enum dump_via via;
-	uint32_t counter_interval_sec;
+	uint32_t counter_interval_ms;
 	int64_t history_ns;       /* metric history for dump contexts; 0: the default */
 	int64_t proc_interval_ns; /* polls of /proc; 0: the default */
 	int verbose;

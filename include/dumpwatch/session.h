@@ -18,15 +18,15 @@
 
 /* What to subscribe to. */
 struct session_subscription {
-	unsigned needs;                /* NEED_* of catalog.h */
-	uint32_t counter_interval_sec; /* EventCounterIntervalSec, >= 1 */
+	unsigned needs;               /* NEED_* of catalog.h */
+	uint32_t counter_interval_ms; /* EventCounterIntervalSec in ms; 0: 1000 */
 	size_t n_counter_providers;
 	char counter_providers[SESSION_MAX_COUNTER_PROVIDERS][CATALOG_NAME_MAX];
 };
 
 /* Adds what rule r needs to sub: its NEED_* and the EventCounters providers
  * of its counter conditions (each once; beyond SESSION_MAX_COUNTER_PROVIDERS
- * they are dropped). sub starts zeroed, with counter_interval_sec set. */
+ * they are dropped). sub starts zeroed, with counter_interval_ms set. */
 void session_subscription_add(struct session_subscription *sub, const struct rule *r);
 
 /* Whether two subscriptions ask for the same thing (providers in any order). */

@@ -55,7 +55,7 @@ struct target_config {
 	const struct store_limits *store;
 	int64_t dump_timeout_ns;
 	const char *createdump; /* --createdump, or NULL */
-	uint32_t counter_interval_sec;
+	uint32_t counter_interval_ms;
 	int verbose;              /* print events on stdout */
 	int pid_prefix;           /* verbose lines start with the pid (many targets) */
 	int retry;                /* attach again after a failure, backing off */

@@ -22,7 +22,7 @@ struct watch_options {
 	enum dump_via via;
 	const char *journal_path; /* NULL: no journal */
 	int verbose;              /* print metrics as they arrive, on stdout */
-	uint32_t counter_interval_sec;
+	uint32_t counter_interval_ms;
 	int64_t history_ns;        /* metric history for dump contexts; 0: the default */
 	int64_t proc_interval_ns;  /* polls of /proc; 0: the default */
 	struct store_limits store; /* disk guards checked before every dump */

@@ -144,7 +144,7 @@ void session_subscription_add(struct session_subscription *sub, const struct rul
 
 int session_subscription_equal(const struct session_subscription *a, const struct session_subscription *b)
 {
-	if (a->needs != b->needs || a->counter_interval_sec != b->counter_interval_sec ||
+	if (a->needs != b->needs || a->counter_interval_ms != b->counter_interval_ms ||
 	    a->n_counter_providers != b->n_counter_providers)
 		return 0;
 	for (size_t i = 0; i < a->n_counter_providers; i++) {
@@ -181,8 +181,15 @@ size_t session_providers(const struct session_subscription *sub, struct ipc_prov
 		n++;
 	}
 	if (sub->n_counter_providers > 0) {
-		snprintf(args, argslen, "EventCounterIntervalSec=%u",
-		         sub->counter_interval_sec ? sub->counter_interval_sec : 1);
+		/* Whole seconds as they are; a fraction as milliseconds with an
+		 * exponent ("50E-3"): the runtime parses the value with the
+		 * process's culture, where "0.05" may read as 5 (a comma
+		 * culture's group separator), but an exponent has no separator. */
+		uint32_t ms = sub->counter_interval_ms ? sub->counter_interval_ms : 1000;
+		if (ms % 1000 == 0)
+			snprintf(args, argslen, "EventCounterIntervalSec=%u", ms / 1000);
+		else
+			snprintf(args, argslen, "EventCounterIntervalSec=%uE-3", ms);
 		for (size_t i = 0; i < sub->n_counter_providers && n < SESSION_MAX_COUNTER_PROVIDERS + 1; i++) {
 			out[n].keywords = 0;
 			out[n].level = 4;

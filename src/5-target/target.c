@@ -397,7 +397,7 @@ static void refresh_socket(struct target *t)
 static void build_subscription(const struct target *t, struct session_subscription *sub)
 {
 	memset(sub, 0, sizeof(*sub));
-	sub->counter_interval_sec = t->cfg->counter_interval_sec ? t->cfg->counter_interval_sec : 1;
+	sub->counter_interval_ms = t->cfg->counter_interval_ms ? t->cfg->counter_interval_ms : 1000;
 	for (size_t i = 0; i < t->n_rules; i++)
 		session_subscription_add(sub, &t->rules[i].fr.rule);
 }

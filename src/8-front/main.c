@@ -122,7 +122,7 @@ static void usage(FILE *f)
 	    "  -n, --max-dumps N        exit after the N-th dump (default %d; 0 = no limit)\n"
 	    "  -c, --cooldown DURATION  least time between two dumps (default %s)\n"
 	    "  -j, --journal FILE       append a JSON line for every attach, fire, dump and failure\n"
-	    "      --counter-interval DURATION  EventCounters interval (default %s)\n"
+	    "      --counter-interval DURATION  EventCounters interval (default %s; 50ms to 1h)\n"
 	    "      --dump-timeout D     kill a createdump still running after D (default %s; 0 = no limit)\n"
 	    "      --min-free SIZE|PCT  skip a dump that would leave less free on the dump file system\n"
 	    "                           (e.g. 20GB or 10%%; default %s; 0 = no minimum)\n"
@@ -706,8 +706,11 @@ static int cli_option(struct cli *c, int opt, const char *arg)
 		return duration_option("--cooldown", arg, &c->cooldown_ns);
 	case OPT_INTERVAL:
 		if (units_parse_duration(arg, &c->counter_interval_ns, err, sizeof(err)) < 0 ||
-		    c->counter_interval_ns < DW_NS_PER_SEC) {
-			log_error("--counter-interval needs a whole number of seconds, at least 1s");
+		    c->counter_interval_ns < DW_COUNTER_INTERVAL_MIN_NS ||
+		    c->counter_interval_ns > 3600 * DW_NS_PER_SEC || c->counter_interval_ns % 1000000 != 0) {
+			log_error("--counter-interval takes a duration in milliseconds from 50ms to 1h, such as 1s; "
+			          "not \"%s\"",
+			          arg);
 			return -EINVAL;
 		}
 		return 0;
@@ -924,7 +927,7 @@ static int guard_options_from_cli(const struct cli *c, struct guard_options *go)
 	go->journal_path = c->journal;
 	go->state_dir = sdir[0] ? sdir : NULL;
 	go->via = c->via;
-	go->counter_interval_sec = (uint32_t)(c->counter_interval_ns / DW_NS_PER_SEC);
+	go->counter_interval_ms = (uint32_t)(c->counter_interval_ns / 1000000);
 	go->history_ns = c->history_ns;
 	go->proc_interval_ns = c->proc_interval_ns;
 	go->verbose = c->verbose;
@@ -1034,7 +1037,7 @@ static int run_watch(struct cli *c)
 	o.via = c->via;
 	o.journal_path = c->journal;
 	o.verbose = c->verbose;
-	o.counter_interval_sec = (uint32_t)(c->counter_interval_ns / DW_NS_PER_SEC);
+	o.counter_interval_ms = (uint32_t)(c->counter_interval_ns / 1000000);
 	o.history_ns = c->history_ns;
 	o.proc_interval_ns = c->proc_interval_ns;
 	o.store = c->store;

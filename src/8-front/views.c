@@ -393,9 +393,10 @@ static int follow(struct view *v, const struct dn_target *t, char *err, size_t e
 		return -ENOSPC;
 	}
 	memset(&sub, 0, sizeof(sub));
-	sub.counter_interval_sec = (uint32_t)(v->o->interval_ns / 1000000000LL);
-	if (!sub.counter_interval_sec)
-		sub.counter_interval_sec = 1;
+	/* Whole seconds: the view's interval is at least 1 s. */
+	sub.counter_interval_ms = (uint32_t)(v->o->interval_ns / 1000000000LL) * 1000;
+	if (!sub.counter_interval_ms)
+		sub.counter_interval_ms = 1000;
 	if (v->o->kind == VIEW_GC) {
 		sub.needs = NEED_GC;
 	} else {

@@ -253,7 +253,7 @@ int watch_run(const struct watch_options *o)
 	    .store = &o->store,
 	    .dump_timeout_ns = o->dump_timeout_ns,
 	    .createdump = o->createdump,
-	    .counter_interval_sec = o->counter_interval_sec,
+	    .counter_interval_ms = o->counter_interval_ms,
 	    .history_ns = o->history_ns,
 	    .proc_interval_ns = o->proc_interval_ns,
 	    .verbose = o->verbose,

@@ -12,6 +12,8 @@
 # program's private memory before the spike plus 200 MB, and MemSpike prints
 # the time right after the allocation that took it there (pmark, checked
 # after every MB). Both write every page they allocate.
+# DW_ARGS in the environment adds options to dumpwatch's command line;
+# WRITE=off leaves the arrays' pages unwritten (a faster burst).
 #   usage: tests/bench/latency.sh [BUILD_DIR] [RUNS] [idle|busy] [loh-size|private-memory] [PROC_INTERVAL]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,6 +22,7 @@ runs=${2:-10}
 mode=${3:-idle}
 metric=${4:-loh-size}
 interval=${5:-100ms}
+read -r -a dw_args <<<"${DW_ARGS:-}" # more options, e.g. DW_ARGS="--counter-interval 50ms"
 dw="$build/dumpwatch"
 app="$build/apps/MemSpike/MemSpike"
 t=$(mktemp -d /tmp/dw-lat.XXXXXX)
@@ -36,7 +39,7 @@ for i in $(seq "$runs"); do
 	pids+=("$ap")
 	until grep -q ready "$t/app.out"; do sleep 0.05; done
 	until ls /tmp/dotnet-diagnostic-$ap-*-socket >/dev/null 2>&1; do sleep 0.05; done
-	echo "write on" >&3
+	[ "${WRITE:-on}" = on ] && echo "write on" >&3
 	if [ "$metric" = private-memory ]; then
 		# Private memory (kB) now, and the threshold 200 MB above it.
 		base=$(awk '/^(RssAnon|VmSwap):/ { kb += $2 } END { print kb * 1024 }' "/proc/$ap/status")
@@ -46,7 +49,7 @@ for i in $(seq "$runs"); do
 		when='loh-size > 200MB'
 	fi
 	"$dw" --pid "$ap" --when "$when" --proc-interval "$interval" --dump-type triage --dump-dir "$t" \
-		--journal "$t/j.jsonl" >"$t/dw.out" 2>&1 &
+		--journal "$t/j.jsonl" "${dw_args[@]}" >"$t/dw.out" 2>&1 &
 	dp=$!
 	pids+=("$dp")
 	for _ in $(seq 100); do grep -q 'watching pid' "$t/dw.out" && break; sleep 0.1; done

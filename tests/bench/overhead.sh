@@ -32,7 +32,7 @@ levels=(alone gc ticks counters exceptions proc)
 declare -A when=(
 	[gc]='gc-pause > 100s'
 	[ticks]='alloc-rate > 1000GB/s'
-	[counters]='System.Runtime/cpu-usage > 1000%'
+	[counters]='System.Runtime/cpu-usage > 99%'
 	[exceptions]='exception NoSuchException'
 	[proc]='private-memory > 1TB'
 )
@@ -51,6 +51,7 @@ one() { # level -> elapsed ms on stdout
 		dp=$!
 		pids+=("$dp")
 		for _ in $(seq 100); do grep -q 'watching pid' "$t/dw.out" && break; sleep 0.05; done
+		grep -q 'watching pid' "$t/dw.out" || { echo "overhead: dumpwatch did not attach ($level):" >&2; cat "$t/dw.out" >&2; exit 1; }
 		sleep 1.2 # the counters' first interval, the GC state
 	else
 		sleep 0.3

@@ -20,6 +20,8 @@ chmod 0755 "$T"
 cd "$T"
 "$DUMPWATCH" check examples >"$T/out" 2>"$T/err" || fail "examples/ do not check"
 grep -qx 'examples/loh-balloon.json: 1 rule OK' "$T/out" || fail "no OK line for loh-balloon.json"
+grep -qx 'examples/exceptions-and-native-memory.json: 4 rules OK' "$T/out" ||
+	fail "no OK line for exceptions-and-native-memory.json"
 [ ! -s "$T/err" ] || fail "messages for good files"
 
 expect() { # FILE EXPECTED-LINE...
@@ -37,6 +39,8 @@ expect bad-duration.json \
 	'bad-duration.json:4:27: "cooldown": unknown duration unit in "5 parsecs": use ms, s, m (or min), h or d'
 expect bad-unknown-key.json 'bad-unknown-key.json:4:3: unknown key "limit" in rule; did you mean "limits"?'
 expect bad-syntax.json 'bad-syntax.json:4:1: invalid JSON: unexpected character'
+expect bad-exception.json \
+	'bad-exception.json:5:5: an exception condition counts in a window: write "in 1m", not "for"'
 expect bad-above-below.json \
 	'bad-above-below.json:3:51: condition has both "above" and "below"; give one (two conditions make a range)'
 

@@ -17,6 +17,15 @@ for bad in 5ms 2m abc; do
 	grep_q -- "--proc-interval takes a duration from 10ms to 1m" "$T/bad.out" || fail "--proc-interval $bad: $(cat "$T/bad.out")"
 done
 
+for bad in 10ms 1500us 2h; do
+	set +e
+	"$DUMPWATCH" --pid 1 --when 'rss > 1GB' --counter-interval "$bad" >"$T/bad.out" 2>&1
+	rc=$?
+	set -e
+	[ "$rc" -eq 1 ] && grep_q -- "--counter-interval takes a duration in milliseconds from 50ms to 1h" "$T/bad.out" ||
+		fail "--counter-interval $bad: exit $rc, $(cat "$T/bad.out")"
+done
+
 start_app
 app_cmd "sleep 300"
 start_dw --pid "$APP_PID" --when 'private-memory > 250MB' --when 'rss > 250MB' --proc-interval 10ms \

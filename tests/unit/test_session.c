@@ -35,7 +35,7 @@ int main(void)
 
 	/* Counters only: no runtime provider at all. */
 	sub.needs = NEED_COUNTERS;
-	sub.counter_interval_sec = 5;
+	sub.counter_interval_ms = 5000;
 	sub.n_counter_providers = 2;
 	snprintf(sub.counter_providers[0], CATALOG_NAME_MAX, "System.Runtime");
 	snprintf(sub.counter_providers[1], CATALOG_NAME_MAX, "Microsoft.AspNetCore.Hosting");
@@ -47,11 +47,20 @@ int main(void)
 
 	/* Both, with the default interval. */
 	sub.needs = NEED_ALLOC_TICKS | NEED_COUNTERS;
-	sub.counter_interval_sec = 0;
+	sub.counter_interval_ms = 0;
 	sub.n_counter_providers = 1;
 	CHECK(session_providers(&sub, p, args, sizeof(args)) == 2);
 	CHECK(p[0].level == 5);
 	CHECK_STR(p[1].args, "EventCounterIntervalSec=1");
+
+	/* A fraction of a second goes as milliseconds with an exponent, which
+	 * no culture's separators can misread. */
+	sub.counter_interval_ms = 50;
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 2);
+	CHECK_STR(p[1].args, "EventCounterIntervalSec=50E-3");
+	sub.counter_interval_ms = 1500;
+	session_providers(&sub, p, args, sizeof(args));
+	CHECK_STR(p[1].args, "EventCounterIntervalSec=1500E-3");
 
 	/* Nothing needed, nothing subscribed. */
 	memset(&sub, 0, sizeof(sub));
