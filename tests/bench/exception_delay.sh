@@ -18,20 +18,12 @@ runs=${2:-10}
 mode=${3:-idle}
 dw="$build/dumpwatch"
 app="$build/apps/MemSpike/MemSpike"
-t=$(mktemp -d /tmp/dw-exc.XXXXXX)
-chmod 755 "$t"
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$t"' EXIT
+source "$here/tests/bench/lib.sh"
+bench_init dw-exc
 
 for i in $(seq "$runs"); do
-	rm -f "$t/cmd" "$t/app.out" "$t/j.jsonl" "$t"/*.core "$t"/*.json "$t"/*.svg
-	mkfifo "$t/cmd"
-	exec 3<>"$t/cmd"
-	"$app" <"$t/cmd" >"$t/app.out" 2>&1 &
-	ap=$!
-	pids+=("$ap")
-	until grep -q ready "$t/app.out"; do sleep 0.05; done
-	until ls /tmp/dotnet-diagnostic-$ap-*-socket >/dev/null 2>&1; do sleep 0.05; done
+	rm -f "$t/j.jsonl" "$t"/*.core "$t"/*.json "$t"/*.svg
+	bench_app "$app"
 	"$dw" --pid "$ap" --when 'exception Timeout*' --dump-type triage --dump-dir "$t" --journal "$t/j.jsonl" \
 		>"$t/dw.out" 2>&1 &
 	dp=$!
@@ -48,9 +40,7 @@ for i in $(seq "$runs"); do
 	jq -r --argjson thrown "$thrown_us" --slurpfile c "$ctx" \
 		'[.exception.thrown_before_fire_ms, ($c[0].dump.started_unix_ms - .fired_unix_us / 1000), (.fired_unix_us - $thrown) / 1000] | @tsv' \
 		<<<"$fire" >>"$t/results"
-	echo "exit" >&3
-	wait "$ap" 2>/dev/null || true
-	exec 3>&-
+	bench_app_end
 done
 summary() { # column, label
 	cut -f"$1" "$t/results" | sort -g | awk -v l="$2" '

@@ -25,20 +25,12 @@ interval=${5:-100ms}
 read -r -a dw_args <<<"${DW_ARGS:-}" # more options, e.g. DW_ARGS="--counter-interval 50ms"
 dw="$build/dumpwatch"
 app="$build/apps/MemSpike/MemSpike"
-t=$(mktemp -d /tmp/dw-lat.XXXXXX)
-chmod 755 "$t"
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$t"' EXIT
+source "$here/tests/bench/lib.sh"
+bench_init dw-lat
 
 for i in $(seq "$runs"); do
-	rm -f "$t/cmd" "$t/app.out" "$t/j.jsonl" "$t"/*.core
-	mkfifo "$t/cmd"
-	exec 3<>"$t/cmd"
-	"$app" <"$t/cmd" >"$t/app.out" 2>&1 &
-	ap=$!
-	pids+=("$ap")
-	until grep -q ready "$t/app.out"; do sleep 0.05; done
-	until ls /tmp/dotnet-diagnostic-$ap-*-socket >/dev/null 2>&1; do sleep 0.05; done
+	rm -f "$t/j.jsonl" "$t"/*.core
+	bench_app "$app"
 	[ "${WRITE:-on}" = on ] && echo "write on" >&3
 	if [ "$metric" = private-memory ]; then
 		# Private memory (kB) now, and the threshold 200 MB above it.
@@ -70,9 +62,7 @@ for i in $(seq "$runs"); do
 	own=$(grep '"event":"fire"' "$t/j.jsonl" | sed -n 's/.*"read_to_fire_ms":\([0-9.e+-]*\).*/\1/p')
 	delay=$(grep '"event":"fire"' "$t/j.jsonl" | sed -n 's/.*"detect_delay_ms":\([0-9.e+-]*\).*/\1/p')
 	echo "$(( (fired - crossed) )) ${own:-nan} ${delay:-nan}" >>"$t/results"
-	echo "exit" >&3
-	wait "$ap" 2>/dev/null || true
-	exec 3>&-
+	bench_app_end
 done
 summary() { # column, scale, label, decimals
 	awk -v c="$1" -v k="$2" '{ print $c / k }' "$t/results" | sort -g | awk -v l="$3" -v d="$4" '

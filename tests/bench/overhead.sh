@@ -23,10 +23,8 @@ runs=${2:-7}
 n=${3:-200000000}
 dw="$build/dumpwatch"
 app="$build/apps/MemSpike/MemSpike"
-t=$(mktemp -d /tmp/dw-overhead.XXXXXX)
-chmod 755 "$t"
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$t"' EXIT
+source "$here/tests/bench/lib.sh"
+bench_init dw-overhead
 
 levels=(alone gc ticks counters exceptions proc)
 declare -A when=(
@@ -38,15 +36,9 @@ declare -A when=(
 )
 one() { # level -> elapsed ms on stdout
 	local level=$1 ap dp=
-	rm -f "$t/cmd" "$t/app.out" "$t/dw.out"
-	mkfifo "$t/cmd"
-	exec 3<>"$t/cmd"
-	DOTNET_TieredCompilation=0 DOTNET_gcConcurrent=0 DOTNET_GCgen0size=0x2000000 "$app" <"$t/cmd" >"$t/app.out" 2>&1 &
-	ap=$!
-	pids+=("$ap")
-	until grep -q ready "$t/app.out"; do sleep 0.02; done
+	rm -f "$t/dw.out"
+	bench_app "$app" DOTNET_TieredCompilation=0 DOTNET_gcConcurrent=0 DOTNET_GCgen0size=0x2000000
 	if [ "$level" != alone ]; then
-		until ls /tmp/dotnet-diagnostic-$ap-*-socket >/dev/null 2>&1; do sleep 0.02; done
 		"$dw" --pid "$ap" --when "${when[$level]}" --proc-interval 10ms --dump-dir "$t" >"$t/dw.out" 2>&1 &
 		dp=$!
 		pids+=("$dp")
@@ -61,17 +53,14 @@ one() { # level -> elapsed ms on stdout
 	echo "work $n" >&3
 	until [ "$(grep -c '^work ' "$t/app.out")" -ge 3 ]; do sleep 0.05; done
 	sed -n 's/^work n=[0-9]* ms=\([0-9.]*\).*/\1/p' "$t/app.out" | sort -g | head -1
-	echo "exit" >&3
-	wait "$ap" 2>/dev/null || true
+	bench_app_end
 	[ -z "$dp" ] || { kill -TERM "$dp" 2>/dev/null || true; wait "$dp" 2>/dev/null || true; }
-	exec 3>&-
 }
 for i in $(seq "$runs"); do
 	for level in "${levels[@]}"; do
 		echo "$level $(one "$level")" >>"$t/results"
 	done
 done
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 base=$(awk '$1 == "alone" { print $2 }' "$t/results" | median)
 echo "MemSpike allocating $n 16-byte arrays (the fastest of 3 rounds), $runs runs each (ms):"
 for level in "${levels[@]}"; do

@@ -16,22 +16,15 @@ secs=${2:-8}
 rounds=${3:-10}
 app="$build/apps/MemSpike/MemSpike"
 te="$build/tools/TraceEventParse/TraceEventParse"
-t=$(mktemp -d /tmp/dw-pvt.XXXXXX)
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$t"' EXIT
+source "$here/tests/bench/lib.sh"
+bench_init dw-pvt
 [ -x "$build/bench_decode" ] || { echo "parser_vs_traceevent: $build/bench_decode not built" >&2; exit 1; }
 if [ ! -x "$te" ]; then
 	DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 dotnet build -c Release -o "$build/tools/TraceEventParse" \
 		"$here/tests/bench/TraceEventParse/TraceEventParse.csproj" >"$t/build.log" 2>&1 ||
 		{ cat "$t/build.log" >&2; exit 1; }
 fi
-mkfifo "$t/cmd"
-exec 3<>"$t/cmd"
-"$app" <"$t/cmd" >"$t/app.out" 2>&1 &
-ap=$!
-pids+=("$ap")
-until grep -q ready "$t/app.out"; do sleep 0.05; done
-until ls /tmp/dotnet-diagnostic-$ap-*-socket >/dev/null 2>&1; do sleep 0.05; done
+bench_app "$app"
 "$build/dumpwatch" record --pid "$ap" --out "$t/trace.nettrace" --duration "${secs}s" >"$t/rec.out" 2>&1 &
 rp=$!
 pids+=("$rp")
@@ -40,7 +33,7 @@ echo "churn 20" >&3
 echo "throwfor $((secs * 1000 - 1500)) 200 io recorded" >&3
 echo "work 600000000" >&3
 wait "$rp"
-echo "exit" >&3
+bench_app_end
 echo "trace: $(stat -c %s "$t/trace.nettrace") bytes recorded from .NET $(sed -n 's/.*runtime=\([^ ]*\).*/\1/p' "$t/app.out") over ${secs} s"
 "$build/bench_decode" "$t/trace.nettrace" "$rounds" | tee "$t/c.txt"
 "$te" "$t/trace.nettrace" "$rounds" | tee "$t/te.txt"

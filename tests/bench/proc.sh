@@ -12,17 +12,9 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build}
 hold=${2:-20}
 app="$build/apps/MemSpike/MemSpike"
-t=$(mktemp -d /tmp/dw-proc.XXXXXX)
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done; rm -rf "$t"' EXIT
-
-mkfifo "$t/cmd"
-exec 3<>"$t/cmd"
-"$app" <"$t/cmd" >"$t/app.out" 2>&1 &
-ap=$!
-pids+=("$ap")
-until grep -q ready "$t/app.out"; do sleep 0.05; done
-until ls /tmp/dotnet-diagnostic-$ap-*-socket >/dev/null 2>&1; do sleep 0.05; done
+source "$here/tests/bench/lib.sh"
+bench_init dw-proc
+bench_app "$app"
 "$build/bench_proc_poll" "$ap" 20000
 echo
 # CPU time in ns: dumpwatch's one thread from schedstat; MemSpike's threads
@@ -51,4 +43,4 @@ for setup in "loh-size > 100GB|100ms|stream only (loh-size)" \
 	awk -v l="$label" -v c=$((c1 - c0)) -v a="$(awk -v x="$a0" -v y="$a1" 'BEGIN { print y - x }')" -v h="$hold" 'BEGIN {
 		printf "%-36s dumpwatch %.3f %% of a core (%.1f ms over %d s); MemSpike %.3f %%\n", l ":", c / h / 1e7, c / 1e6, h, a / h / 1e7 }'
 done
-echo "exit" >&3
+bench_app_end

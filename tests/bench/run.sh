@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Prints every benchmark figure dumpwatch publishes: parser throughput on a
-# recorded trace, detection latency over 10 runs, dumpwatch's own RSS and CPU
+# recorded trace and against TraceEvent, detection latency (from the stream,
+# with a 50 ms counters interval, from /proc), the delay from a throw to its
+# dump, the target's slowdown per subscription level, dumpwatch's own RSS and CPU
 # while watching, the guard's attach latency and cost, the guard under a
 # storm of planted socket names, beside slow peers and with 200 processes;
 # each dump type's size and time to write; the dump contexts' memory and
@@ -17,10 +19,30 @@ echo
 echo "== parser throughput (one core)"
 "$build/bench_parser" "$here/tests/data/gc-alloc-counters.nettrace"
 echo
-echo "== detection latency"
-"$here/tests/bench/latency.sh" "$build" 10 idle
+echo "== parser and decoders against TraceEvent, on one recorded stream"
+"$here/tests/bench/parser_vs_traceevent.sh" "$build" 8 30
 echo
-"$here/tests/bench/latency.sh" "$build" 20 busy
+echo "== detection latency"
+WRITE=off "$here/tests/bench/latency.sh" "$build" 10 idle
+echo
+WRITE=off "$here/tests/bench/latency.sh" "$build" 20 busy
+echo
+WRITE=off DW_ARGS="--counter-interval 50ms" "$here/tests/bench/latency.sh" "$build" 15 idle
+echo
+echo "== process memory from /proc: latency against loh-size, cost"
+for mode in idle busy; do
+	"$here/tests/bench/latency.sh" "$build" 15 "$mode"
+	"$here/tests/bench/latency.sh" "$build" 15 "$mode" private-memory 100ms
+	"$here/tests/bench/latency.sh" "$build" 15 "$mode" private-memory 10ms
+done
+"$here/tests/bench/proc.sh" "$build" 20
+echo
+echo "== exceptions: from the throw to the dump"
+"$here/tests/bench/exception_delay.sh" "$build" 10 idle
+"$here/tests/bench/exception_delay.sh" "$build" 10 busy
+echo
+echo "== the target's slowdown per subscription level"
+"$here/tests/bench/overhead.sh" "$build" 7
 echo
 echo "== dumpwatch's cost while watching"
 "$here/tests/bench/watch_cost.sh" "$build" 20

@@ -1,0 +1,45 @@
+# Shared by the benchmark scripts: a scratch directory removed at exit with
+# every process started here, MemSpike started with a command pipe, a median.
+# Sourced; the caller has set -euo pipefail.
+
+# bench_init NAME: t = a fresh directory /tmp/NAME.XXXXXX (mode 755, so that
+# dumps can be written there by the target's user), pids = (), and the trap
+# that kills what was started and removes t.
+bench_init() {
+	t=$(mktemp -d "/tmp/$1.XXXXXX")
+	chmod 755 "$t"
+	pids=()
+	trap bench_cleanup EXIT
+}
+bench_cleanup() {
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$t"
+}
+
+# bench_app APP [NAME=VALUE...]: starts APP (MemSpike) with those variables
+# in its environment, reading commands from fd 3 (the fifo $t/cmd), its output
+# in $t/app.out; sets ap; returns once it is ready and its diagnostics socket
+# exists.
+bench_app() {
+	local app=$1
+	shift
+	rm -f "$t/cmd" "$t/app.out"
+	mkfifo "$t/cmd"
+	exec 3<>"$t/cmd"
+	env "$@" "$app" <"$t/cmd" >"$t/app.out" 2>&1 &
+	ap=$!
+	pids+=("$ap")
+	until grep -q ready "$t/app.out"; do sleep 0.02; done
+	until ls /tmp/dotnet-diagnostic-$ap-*-socket >/dev/null 2>&1; do sleep 0.02; done
+}
+
+# bench_app_end: tells the app to exit, waits for it, closes fd 3.
+bench_app_end() {
+	echo "exit" >&3
+	wait "$ap" 2>/dev/null || true
+	exec 3>&-
+}
+
+# median: of the numbers on stdin, one per line.
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
