@@ -42,6 +42,10 @@ void metrics_on_proc(struct metrics *m, const struct proc_sample *p, int64_t t_n
  * an exception condition. Its value is known from then: 0 until one comes. */
 int metrics_watch_exceptions(struct metrics *m, const struct metric_ref *ref);
 
+/* Stops counting for every exception condition not among keep[0..n-1]
+ * (the rules changed): their slots are free again. */
+void metrics_unwatch_exceptions(struct metrics *m, const struct metric_ref *const *keep, size_t n);
+
 /* The last exception that counted for ref: 1 with out filled (its strings
  * valid until the next metrics_on_event), 0 when none did. */
 struct metrics_exception {

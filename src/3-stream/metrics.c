@@ -471,6 +471,22 @@ int metrics_watch_exceptions(struct metrics *m, const struct metric_ref *ref)
 	return 0;
 }
 
+void metrics_unwatch_exceptions(struct metrics *m, const struct metric_ref *const *keep, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < m->n_exc; i++) {
+		int kept = 0;
+		for (size_t j = 0; j < n && !kept; j++)
+			kept = same_filter(&m->exc[i]->ref, keep[j]);
+		if (kept)
+			m->exc[k++] = m->exc[i];
+		else
+			free(m->exc[i]);
+	}
+	m->n_exc = k;
+}
+
 /* Drops the times that have left the window ending at now_ns. */
 static void filter_prune(struct exc_filter *f, int64_t now_ns)
 {

@@ -535,11 +535,20 @@ static void note_known(struct target *t, int64_t now)
 }
 
 /* Has the session's metrics count the exceptions of every exception
- * condition of the rules. */
+ * condition of the rules, and of no other (the rules changed): a condition
+ * that stays keeps its count. */
 static void watch_exceptions(struct target *t)
 {
+	const struct metric_ref *keep[METRICS_EXC_FILTERS_MAX];
+	size_t n = 0;
+
 	if (!t->session)
 		return;
+	for (size_t i = 0; i < t->n_rules; i++)
+		for (uint32_t c = 0; c < t->rules[i].fr.rule.n_conds && c < RULE_MAX_CONDS; c++)
+			if (t->rules[i].fr.rule.conds[c].metric.id == M_EXCEPTIONS && n < METRICS_EXC_FILTERS_MAX)
+				keep[n++] = &t->rules[i].fr.rule.conds[c].metric;
+	metrics_unwatch_exceptions(session_metrics(t->session), keep, n);
 	for (size_t i = 0; i < t->n_rules; i++)
 		for (uint32_t c = 0; c < t->rules[i].fr.rule.n_conds && c < RULE_MAX_CONDS; c++) {
 			const struct metric_ref *ref = &t->rules[i].fr.rule.conds[c].metric;
@@ -1107,6 +1116,8 @@ static void proc_sync(struct target *t)
 		t->proc_next_ns = 0;
 		return;
 	}
+	if (!t->ps && t->proc_warned)
+		return; /* refused once in this attachment: not tried again until the next */
 	if (!t->ps) {
 		int r = procstat_open(t->dt.pid, t->dt.starttime, want_fds, &t->ps, err, sizeof(err));
 		if (r < 0) {

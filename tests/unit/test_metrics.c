@@ -526,6 +526,16 @@ static void test_exceptions(void)
 		CHECK(rc == (i < METRICS_EXC_FILTERS_MAX - 3 ? 0 : -ENOSPC));
 	}
 	CHECK(metrics_watch_exceptions(m, &(struct metric_ref){.id = M_LOH_SIZE}) == -EINVAL);
+	/* The rules changed: only pool stays, with its count; a slot is free. */
+	const struct metric_ref *keep[] = {&pool};
+	thrown(m, 50 * SEC, "System.TimeoutException", "pool");
+	metrics_unwatch_exceptions(m, keep, 1);
+	CHECK(metrics_read(m, &pool, 50 * SEC, &v, &t) == 1 && v == 1);
+	CHECK(metrics_read(m, &any, 50 * SEC, &v, &t) == 0);
+	CHECK(metrics_watch_exceptions(m, &any) == 0);
+	CHECK(metrics_read(m, &any, 50 * SEC, &v, &t) == 1 && v == 0);
+	metrics_unwatch_exceptions(m, NULL, 0);
+	CHECK(metrics_read(m, &pool, 50 * SEC, &v, &t) == 0);
 	metrics_free(m);
 }
 
