@@ -553,11 +553,10 @@ static void watch_exceptions(struct target *t)
 		for (uint32_t c = 0; c < t->rules[i].fr.rule.n_conds && c < RULE_MAX_CONDS; c++) {
 			const struct metric_ref *ref = &t->rules[i].fr.rule.conds[c].metric;
 			if (ref->id == M_EXCEPTIONS && metrics_watch_exceptions(session_metrics(t->session), ref) < 0)
-				log_warn("pid %d (%s): rule %s: more than %d different exception conditions for one "
-				         "process; "
-				         "\"%s\" is not counted",
-				         (int)t->dt.pid, t->name, t->rules[i].fr.rule.name, METRICS_EXC_FILTERS_MAX,
-				         ref->name);
+				log_warn("pid %d (%s): rule %s: \"%s\" is not counted: one process counts at most %d "
+				         "different exception conditions",
+				         (int)t->dt.pid, t->name, t->rules[i].fr.rule.name, ref->name,
+				         METRICS_EXC_FILTERS_MAX);
 		}
 }
 
