@@ -8,7 +8,8 @@
 # Targets: nettrace (the stream parser + decoders), events (the payload
 # decoders), rulefile (the rule-file parser), when (the --when grammar),
 # journal (the JSON-lines writer of the journal, views, ps and state),
-# context (a dump context read back: show's text and the plot).
+# context (a dump context read back: show's text and the plot), procstat (the
+# /proc/PID/status parser).
 # Corpora grow in build-fuzz/corpus/TARGET, seeded from tests/data, examples
 # and tests/fuzz/seeds; a crash, leak, timeout or sanitizer report is written
 # to build-fuzz/findings/TARGET/ and makes the script exit 1. Copy a finding
@@ -26,7 +27,7 @@ while (($#)); do
 	*) targets+=("$1"); shift ;;
 	esac
 done
-((${#targets[@]})) || targets=(nettrace events rulefile when journal context)
+((${#targets[@]})) || targets=(nettrace events rulefile when journal context procstat)
 "$here/scripts/setup.sh" --no-dotnet >/dev/null
 command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
 
@@ -52,6 +53,7 @@ seeds_of() {
 	when) echo "$here/tests/fuzz/seeds/when" ;;
 	journal) echo "$here/tests/fuzz/seeds/journal" ;;
 	context) echo "$here/tests/data/context" ;;
+	procstat) echo "$here/tests/data/proc" ;;
 	esac
 }
 
