@@ -24,6 +24,7 @@
 #include "dumpwatch/jsonl.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/loop.h"
+#include "dumpwatch/procstat.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
 
@@ -36,6 +37,7 @@ struct vproc {
 	struct view *v;
 	struct session *s;
 	struct gcrec *gc;
+	struct procstat *ps; /* counters: rss, private-memory, ... read at each print */
 	pid_t pid;
 	unsigned long long starttime;
 	int64_t attached_ns;
@@ -199,6 +201,11 @@ static const struct shown shown[] = {
     {M_APPDOMAIN_SURVIVED, UNIT_BYTES, NULL},
     {M_APPDOMAIN_FREED, UNIT_BYTES, NULL},
     {M_EXCEPTION_RATE, UNIT_PER_SEC, "Exceptions (first-chance, last 1 s)"},
+    {M_RSS, UNIT_BYTES, "Process (from /proc, at each print)"},
+    {M_PRIVATE_MEMORY, UNIT_BYTES, NULL},
+    {M_SWAP, UNIT_BYTES, NULL},
+    {M_THREADS, UNIT_COUNT, NULL},
+    {M_FDS, UNIT_COUNT, NULL},
 };
 
 static const char *unit_suffix(enum unit_kind u)
@@ -309,9 +316,13 @@ static void print_counters(struct view *v, int64_t now)
 	}
 	for (size_t i = 0; i < VIEW_PROCS_MAX; i++) {
 		struct vproc *p = &v->procs[i];
+		struct proc_sample ps;
+		char err[256];
 		if (!p->s || p->done)
 			continue;
 		n++;
+		if (p->ps && procstat_read(p->ps, &ps, err, sizeof(err)) == 0)
+			metrics_on_proc(session_metrics(p->s), &ps, now);
 		if (v->o->json)
 			print_counters_json(p, now);
 		else {
@@ -349,6 +360,7 @@ static void proc_free(struct vproc *p)
 		session_free(p->s);
 	}
 	gcrec_free(p->gc);
+	procstat_close(p->ps);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -425,6 +437,10 @@ static int follow(struct view *v, const struct dn_target *t, char *err, size_t e
 		proc_free(p);
 		return r < 0 ? r : -ENOMEM;
 	}
+	/* Without /proc (another user's process, as non-root) those rows stay unknown. */
+	char perr[256];
+	if (v->o->kind == VIEW_COUNTERS && procstat_open(t->pid, t->starttime, 1, &p->ps, perr, sizeof(perr)) < 0)
+		p->ps = NULL;
 	p->attached_ns = loop_now();
 	log_info("following pid %d (%s)", (int)t->pid, session_name(p->s));
 	return 0;

@@ -62,6 +62,14 @@ rate_check() { # KIND METRIC MB SECONDS
 	[ -n "$got" ] || fail "no $2 samples during alloc $1"
 	within "$2" "$got" "$want" 10
 }
+# --- the process's own figures from /proc: known, and the threads and descriptors
+# /proc/PID shows for the same process.
+settle
+mine | tail -1 | jq -e '.metrics | (.rss > 1e6 and ."private-memory" > 1e5 and .swap >= 0 and .threads >= 1 and .fds >= 3)' \
+	>/dev/null || fail "counters without the /proc figures: $(mine | tail -1 | jq -c '.metrics | {rss, threads, fds}')"
+threads=$(awk '/^Threads:/ { print $2 }' "/proc/$P/status")
+awk -v got="$(mine | tail -1 | jq -r '.metrics.threads')" -v want="$threads" 'BEGIN { exit !(got >= want - 2 && got <= want + 2) }' ||
+	fail "counters' threads $(mine | tail -1 | jq -r '.metrics.threads') against /proc's $threads"
 rate_check large loh-alloc-rate 400 5
 rate_check small soh-alloc-rate 200 5
 rate_check pinned poh-alloc-rate 100 5
