@@ -13,6 +13,7 @@
 #include "dumpwatch/nettrace.h"
 
 #define EV_RUNTIME_PROVIDER "Microsoft-Windows-DotNETRuntime"
+#define EV_METRICS_PROVIDER "System.Diagnostics.Metrics"
 
 /* Runtime provider keywords and event ids used here. */
 #define EV_KW_GC 0x1ULL
@@ -35,6 +36,8 @@ enum ev_type {
 	EV_APPDOMAIN_MEM_ALLOCATED, /* id 83 */
 	EV_APPDOMAIN_MEM_SURVIVED,  /* id 84 */
 	EV_EXCEPTION_THROWN,        /* id 80, ExceptionThrown_V1 */
+	EV_METER_VALUE,             /* System.Diagnostics.Metrics: one time series at a collection */
+	EV_METER_ERROR,             /* System.Diagnostics.Metrics: an error or a limit reached */
 };
 
 enum ev_gc_type { EV_GC_BLOCKING = 0, EV_GC_BACKGROUND = 1, EV_GC_FOREGROUND = 2 };
@@ -99,6 +102,34 @@ struct ev_exception {
 	uint16_t flags; /* 0x1 has an inner exception, 0x2 nested, 0x4 rethrown, 0x8 corrupted state, 0x10 CLS */
 };
 
+/* System.Diagnostics.Metrics (MetricsEventSource): an instrument's time
+ * series (one set of tags) as aggregated over one collection interval. The
+ * values travel as text (formatted with the invariant culture). */
+enum ev_meter_kind {
+	EV_METER_COUNTER = 1, /* CounterRateValuePublished: rate = increase over the interval, value = total */
+	EV_METER_UPDOWN,      /* UpDownCounterRateValuePublished: likewise, may fall */
+	EV_METER_GAUGE,       /* GaugeValuePublished: value = the last value */
+	EV_METER_HISTOGRAM,   /* HistogramValuePublished: quantiles, count, sum of the interval */
+};
+#define EV_METER_TAGS_MAX 256
+#define EV_METER_QUANTILES 8
+
+struct ev_meter {
+	enum ev_meter_kind kind;
+	char session[64];
+	char meter[EV_NAME_MAX];
+	char instrument[EV_NAME_MAX];
+	char unit[EV_UNITS_MAX];
+	char tags[EV_METER_TAGS_MAX]; /* "k=v,k2=v2" as the runtime wrote them, "" for none */
+	int has_rate, has_value, has_count;
+	double rate, value;
+	size_t n_quantiles;
+	double quantile[EV_METER_QUANTILES], qvalue[EV_METER_QUANTILES]; /* 0.5 -> ..., 0.95, 0.99 */
+	int64_t count;
+	double sum;
+	char error[256]; /* EV_METER_ERROR: the event's name and message */
+};
+
 struct ev_record {
 	enum ev_type type;
 	int64_t timestamp; /* QPC ticks of the event */
@@ -113,6 +144,7 @@ struct ev_record {
 		uint32_t triggered_reason;
 		struct ev_appdomain_mem appdomain;
 		struct ev_exception exception;
+		struct ev_meter meter;
 	} u;
 };
 

@@ -20,8 +20,11 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <locale.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Walk limits for self-describing payloads. Real EventCounters payloads
@@ -591,6 +594,168 @@ static int decode_counter(const struct nettrace_event *ev, const uint8_t *p, siz
 	return 1;
 }
 
+/* ---- System.Diagnostics.Metrics (MetricsEventSource) ----
+ *
+ * Self-describing EventSource events whose fields are all top-level: UTF-16
+ * strings, and for histograms an Int32 count and a Double sum. Fields are
+ * taken by name, so their order does not matter; numbers written as text
+ * are read as the invariant culture writes them. */
+
+static const struct {
+	const char *name;
+	uint32_t id;
+	enum ev_type type;
+	enum ev_meter_kind kind;
+} meter_events[] = {
+    {"CounterRateValuePublished", 4, EV_METER_VALUE, EV_METER_COUNTER},
+    {"GaugeValuePublished", 5, EV_METER_VALUE, EV_METER_GAUGE},
+    {"HistogramValuePublished", 6, EV_METER_VALUE, EV_METER_HISTOGRAM},
+    {"UpDownCounterRateValuePublished", 16, EV_METER_VALUE, EV_METER_UPDOWN},
+    {"Error", 9, EV_METER_ERROR, 0},
+    {"TimeSeriesLimitReached", 12, EV_METER_ERROR, 0},
+    {"HistogramLimitReached", 13, EV_METER_ERROR, 0},
+    {"ObservableInstrumentCallbackError", 14, EV_METER_ERROR, 0},
+    {"MultipleSessionsNotSupportedError", 15, EV_METER_ERROR, 0},
+    {"MultipleSessionsConfiguredIncorrectlyError", 17, EV_METER_ERROR, 0},
+};
+
+/* A number as .NET's invariant culture writes one ("12", "-0.5", "1E-05",
+ * "NaN", "Infinity"): 1 with *out, 0 for anything else (an empty rate: no
+ * previous value). Independent of the C locale. */
+static int invariant_number(const char *s, double *out)
+{
+	char buf[64], *end;
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= sizeof(buf))
+		return 0;
+	if (strcmp(s, "NaN") == 0 || strcmp(s, "Infinity") == 0 || strcmp(s, "-Infinity") == 0 ||
+	    strcmp(s, "\xe2\x88\x9e") == 0 || strcmp(s, "-\xe2\x88\x9e") == 0) {
+		*out = s[0] == 'N' ? NAN : s[0] == '-' ? -INFINITY : INFINITY;
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("0123456789.eE+-", s[i]))
+			return 0;
+	memcpy(buf, s, n + 1);
+	/* strtod follows LC_NUMERIC; the text has no other separator than '.'. */
+	char *dot = strchr(buf, '.');
+	struct lconv *lc = localeconv();
+	if (dot && lc && lc->decimal_point && lc->decimal_point[0] && lc->decimal_point[0] != '.' &&
+	    !lc->decimal_point[1])
+		*dot = lc->decimal_point[0];
+	errno = 0;
+	*out = strtod(buf, &end);
+	return end == buf + n && errno != ERANGE;
+}
+
+/* "0.5=1.2;0.95=3;0.99=4" into the quantile arrays; pairs that do not read
+ * are skipped. */
+static void parse_quantiles(const char *s, struct ev_meter *m)
+{
+	char pair[128];
+
+	while (*s && m->n_quantiles < EV_METER_QUANTILES) {
+		size_t n = strcspn(s, ";");
+		if (n < sizeof(pair)) {
+			memcpy(pair, s, n);
+			pair[n] = '\0';
+			char *eq = strchr(pair, '=');
+			double q, v;
+			if (eq) {
+				*eq = '\0';
+				if (invariant_number(pair, &q) && invariant_number(eq + 1, &v)) {
+					m->quantile[m->n_quantiles] = q;
+					m->qvalue[m->n_quantiles++] = v;
+				}
+			}
+		}
+		s += n;
+		if (*s == ';')
+			s++;
+	}
+}
+
+/* Copies src into dst, cut at a character's boundary to fit. */
+static void copy_cut(char *dst, size_t dstlen, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= dstlen)
+		n = text_utf8_trim(src, dstlen - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static int decode_meter(const struct nettrace_event *ev, const uint8_t *p, size_t len, struct ev_record *out, char *err,
+                        size_t errlen)
+{
+	const struct nettrace_metadata *meta = ev->meta;
+	struct ev_meter *m = &out->u.meter;
+	size_t k, off = 0;
+	char text[512], msg[256] = "";
+	int found = -1;
+
+	for (k = 0; k < sizeof(meter_events) / sizeof(meter_events[0]) && found < 0; k++)
+		if ((meta->event_name && meta->event_name[0]) ? strcmp(meta->event_name, meter_events[k].name) == 0
+		                                              : meta->event_id == meter_events[k].id)
+			found = (int)k;
+	if (found < 0)
+		return 0; /* CollectionStart, BeginInstrumentReporting, ...: not used */
+	m->kind = meter_events[found].kind;
+	for (uint32_t i = 0; i < meta->n_fields; i++) {
+		const struct nettrace_field *f = &meta->fields[i];
+		const char *name = fname(f);
+		if (f->type == NT_TC_STRING) {
+			size_t s = text_utf16_read(p + off, len - off, text, sizeof(text));
+			if (s == 0)
+				return bad(err, errlen,
+				           "%s: field \"%s\" (at offset %zu of %zu) has no terminating NUL",
+				           meter_events[found].name, name, off, len);
+			off += s;
+			if (strcmp(name, "sessionId") == 0 || strcmp(name, "runningSessionId") == 0 ||
+			    strcmp(name, "sharedIdentifier") == 0)
+				copy_cut(m->session, sizeof(m->session), text);
+			else if (strcmp(name, "meterName") == 0)
+				copy_cut(m->meter, sizeof(m->meter), text);
+			else if (strcmp(name, "instrumentName") == 0)
+				copy_cut(m->instrument, sizeof(m->instrument), text);
+			else if (strcmp(name, "unit") == 0)
+				copy_cut(m->unit, sizeof(m->unit), text);
+			else if (strcmp(name, "tags") == 0)
+				copy_cut(m->tags, sizeof(m->tags), text);
+			else if (strcmp(name, "rate") == 0)
+				m->has_rate = invariant_number(text, &m->rate);
+			else if (strcmp(name, "value") == 0 || strcmp(name, "lastValue") == 0)
+				m->has_value = invariant_number(text, &m->value);
+			else if (strcmp(name, "quantiles") == 0)
+				parse_quantiles(text, m);
+			else if (strcmp(name, "errorMessage") == 0)
+				copy_cut(msg, sizeof(msg), text);
+			continue;
+		}
+		size_t fs = fixed_size(f->type);
+		if (fs == 0)
+			return bad(err, errlen, "%s: field \"%s\" has type %u, which this event never carries",
+			           meter_events[found].name, name, f->type);
+		if (len - off < fs)
+			return bad(err, errlen, "%s: payload is %zu bytes, ends inside field \"%s\"",
+			           meter_events[found].name, len, name);
+		double v;
+		if (strcmp(name, "count") == 0 && number_at(p + off, f->type, &v)) {
+			m->count = (int64_t)v;
+			m->has_count = 1;
+		} else if (strcmp(name, "sum") == 0 && number_at(p + off, f->type, &v)) {
+			m->sum = v;
+		}
+		off += fs;
+	}
+	if (meter_events[found].type == EV_METER_ERROR)
+		snprintf(m->error, sizeof(m->error), "%s%s%.200s", meter_events[found].name, msg[0] ? ": " : "", msg);
+	out->type = meter_events[found].type;
+	return 1;
+}
+
 int events_decode(const struct nettrace_event *ev, int pointer_size, struct ev_record *out, char *err, size_t errlen)
 {
 	const struct nettrace_metadata *m = ev->meta;
@@ -612,6 +777,8 @@ int events_decode(const struct nettrace_event *ev, int pointer_size, struct ev_r
 		return decode_counter(ev, p, len, out, err, errlen);
 	if (m->provider && strcmp(m->provider, EV_RUNTIME_PROVIDER) == 0)
 		return decode_runtime(ev, p, len, pointer_size, out, err, errlen);
+	if (m->provider && strcmp(m->provider, EV_METRICS_PROVIDER) == 0)
+		return decode_meter(ev, p, len, out, err, errlen);
 	return 0;
 }
 
@@ -646,6 +813,10 @@ const char *events_type_name(enum ev_type type)
 		return "AppDomainMemSurvived";
 	case EV_EXCEPTION_THROWN:
 		return "ExceptionThrown";
+	case EV_METER_VALUE:
+		return "MeterValue";
+	case EV_METER_ERROR:
+		return "MeterError";
 	}
 	return "unknown";
 }

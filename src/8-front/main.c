@@ -85,7 +85,7 @@ static void usage(FILE *f)
 	    "       dumpwatch --pid PID --when EXPR [--when EXPR ...] [options]\n"
 	    "       dumpwatch --rules-dir DIR [options]   guard every .NET process the rule files in DIR match\n"
 	    "       dumpwatch ps [--json]                 list .NET processes\n"
-	    "       dumpwatch record --pid PID --out FILE [--duration %s]\n"
+	    "       dumpwatch record --pid PID --out FILE [--duration %s] [--meters METER[;...]]\n"
 	    "       dumpwatch check [--dump-dir DIR] [--allow-dump-dir DIR] PATH...\n"
 	    "                                             validate rule files (a directory: its *.json)\n"
 	    "       dumpwatch counters --pid PID|--name NAME [--interval %s] [--format table|json] [--counters "
@@ -302,16 +302,20 @@ static int cmd_record(int argc, char **argv)
 	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
 	                                     {"out", required_argument, NULL, 'o'},
 	                                     {"duration", required_argument, NULL, 'D'},
+	                                     {"meters", required_argument, NULL, 'm'},
 	                                     {NULL, 0, NULL, 0}};
 	pid_t pid = 0;
-	const char *out = NULL;
+	const char *out = NULL, *meters = NULL;
 	int64_t duration = DW_DEFAULT_RECORD_DURATION_NS;
 	char err[512];
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:o:D:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:o:D:m:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'm':
+			meters = optarg;
+			break;
 		case 'p':
 			if (pid_option(optarg, &pid) < 0)
 				return DW_EXIT_USAGE;
@@ -331,7 +335,7 @@ static int cmd_record(int argc, char **argv)
 		log_error("record needs --pid PID and --out FILE");
 		return DW_EXIT_USAGE;
 	}
-	if (record_run(pid, out, duration, NEED_GC | NEED_ALLOC_TICKS | NEED_COUNTERS | NEED_EXCEPTIONS, err,
+	if (record_run(pid, out, duration, NEED_GC | NEED_ALLOC_TICKS | NEED_COUNTERS | NEED_EXCEPTIONS, meters, err,
 	               sizeof(err)) < 0) {
 		log_error("%s", err);
 		return DW_EXIT_TARGET;

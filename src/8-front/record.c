@@ -30,10 +30,12 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs, char *err, size_t errlen)
+int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs, const char *meters, char *err,
+               size_t errlen)
 {
 	struct dn_target t;
-	struct ipc_provider provs[2];
+	struct ipc_provider provs[3];
+	char margs[1024];
 	size_t n = 0;
 	uint64_t session;
 	uint8_t buf[65536];
@@ -53,6 +55,20 @@ int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs,
 		                          EV_RUNTIME_PROVIDER, NULL};
 	if (needs & NEED_COUNTERS)
 		provs[n++] = (struct ipc_provider){0, 4, "System.Runtime", "EventCounterIntervalSec=1"};
+	if (meters) {
+		/* TimeSeriesValues (0x2): the values, the instruments' begin
+		 * and end, and the errors. */
+		if (strchr(meters, '=') || strchr(meters, '\n') ||
+		    snprintf(margs, sizeof(margs),
+		             "SessionId=dumpwatch-record-%d;Metrics=%s;RefreshInterval=1;MaxTimeSeries=1000;"
+		             "MaxHistograms=20",
+		             (int)getpid(), meters) >= (int)sizeof(margs)) {
+			snprintf(err, errlen,
+			         "--meters: write Meter or Meter\\instrument, ';'-separated, in under 900 characters");
+			return -EINVAL;
+		}
+		provs[n++] = (struct ipc_provider){0x2, 4, "System.Diagnostics.Metrics", margs};
+	}
 	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (out < 0) {
 		r = -errno;

@@ -1,7 +1,8 @@
 /* Fuzz target: the payload decoders, under the metadata the .NET runtime
- * really sends. At start the recorded traces gc-alloc-counters.nettrace and
- * exceptions-net10.nettrace are parsed and their metadata records (runtime
- * GC and exception events, EventCounters of System.Runtime) kept. Input: byte 0 picks the metadata, byte 1 the pointer
+ * really sends. At start the recorded traces gc-alloc-counters.nettrace,
+ * exceptions-net10.nettrace and meters-net10.nettrace are parsed and their
+ * metadata records (runtime GC and exception events, EventCounters of
+ * System.Runtime, System.Diagnostics.Metrics values) kept. Input: byte 0 picks the metadata, byte 1 the pointer
  * size, the rest is the payload. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_METAS 64
-static nettrace_parser *parsers[2]; /* own the metadata; kept for the run */
+static nettrace_parser *parsers[3]; /* own the metadata; kept for the run */
 static uint32_t meta_ids[MAX_METAS];
 static const struct nettrace_metadata *metas[MAX_METAS];
 static size_t n_metas;
@@ -44,14 +45,15 @@ static void on_event(void *ctx, const struct nettrace_event *ev)
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static uint8_t buf[1 << 16];
-	static const char *const files[2] = {DW_TEST_DATA "/gc-alloc-counters.nettrace",
-	                                     DW_TEST_DATA "/exceptions-net10.nettrace"};
+	static const char *const files[3] = {DW_TEST_DATA "/gc-alloc-counters.nettrace",
+	                                     DW_TEST_DATA "/exceptions-net10.nettrace",
+	                                     DW_TEST_DATA "/meters-net10.nettrace"};
 	struct nettrace_callbacks cb = {.on_metadata = on_meta, .on_event = on_event};
 	size_t n, k = 0;
 
 	(void)argc;
 	(void)argv;
-	for (int fi = 0; fi < 2; fi++) {
+	for (int fi = 0; fi < 3; fi++) {
 		FILE *f = fopen(files[fi], "rb");
 		size_t first = n_metas;
 		cur_first = first;

@@ -104,6 +104,26 @@ static void on_event(void *ctx, const struct nettrace_event *ev)
 		       r.u.exception.message_truncated ? "..." : "");
 		break;
 	}
+	case EV_METER_VALUE: {
+		const struct ev_meter *m = &r.u.meter;
+		char a[4 * EV_NAME_MAX], b[4 * EV_NAME_MAX], c[4 * EV_METER_TAGS_MAX];
+		printf(" kind=%d %s/%s [%s] unit=%s", (int)m->kind, text_escape_str(m->meter, a, sizeof(a)),
+		       text_escape_str(m->instrument, b, sizeof(b)), text_escape_str(m->tags, c, sizeof(c)), m->unit);
+		if (m->has_rate)
+			printf(" rate=%g", m->rate);
+		if (m->has_value)
+			printf(" value=%g", m->value);
+		for (size_t q = 0; q < m->n_quantiles; q++)
+			printf(" p%g=%g", m->quantile[q] * 100, m->qvalue[q]);
+		if (m->has_count)
+			printf(" count=%" PRId64 " sum=%g", m->count, m->sum);
+		break;
+	}
+	case EV_METER_ERROR: {
+		char e[4 * 256];
+		printf(" %s", text_escape_str(r.u.meter.error, e, sizeof(e)));
+		break;
+	}
 	default:
 		break;
 	}

@@ -21,7 +21,9 @@ struct saved {
 
 struct stats {
 	int pointer_size;
-	unsigned count[EV_EXCEPTION_THROWN + 1];
+	unsigned count[EV_METER_ERROR + 1];
+	struct ev_meter meters[64];
+	size_t n_meters;
 	struct ev_exception exc[16];
 	struct saved exc_payload[16];
 	size_t n_exc;
@@ -36,6 +38,9 @@ struct stats {
 	struct saved saved[MAX_SAVED];
 	size_t n_saved;
 };
+
+/* Where test_meters keeps the meter values' payloads (parse_trace clears st). */
+static struct saved *meter_payload;
 
 static uint8_t *load(const char *name, size_t *len)
 {
@@ -120,6 +125,17 @@ static void on_event(void *ctx, const struct nettrace_event *ev)
 			snprintf(st->counters[st->n_counters++], EV_NAME_MAX, "%s", c->name);
 		break;
 	}
+	case EV_METER_VALUE:
+		if (st->n_meters < 64) {
+			st->meters[st->n_meters] = r.u.meter;
+			if (meter_payload && ev->payload_size <= sizeof(meter_payload[0].payload)) {
+				meter_payload[st->n_meters].meta = ev->meta;
+				memcpy(meter_payload[st->n_meters].payload, ev->payload, ev->payload_size);
+				meter_payload[st->n_meters].size = ev->payload_size;
+			}
+			st->n_meters++;
+		}
+		break;
 	case EV_EXCEPTION_THROWN:
 		if (st->n_exc < 16 && ev->payload_size <= sizeof(st->exc_payload[0].payload)) {
 			st->exc[st->n_exc] = r.u.exception;
@@ -411,8 +427,88 @@ static void test_exceptions(const char *name)
 	nettrace_free(p);
 }
 
+/* The i-th value of one time series (instrument and tags), or NULL. */
+static const struct ev_meter *series(const struct stats *st, const char *instrument, const char *tags, int nth)
+{
+	for (size_t i = 0; i < st->n_meters; i++)
+		if (strcmp(st->meters[i].instrument, instrument) == 0 && strcmp(st->meters[i].tags, tags) == 0 &&
+		    nth-- == 0)
+			return &st->meters[i];
+	return NULL;
+}
+
+/* System.Diagnostics.Metrics as .NET 10, 9 and 8 sent it (`dumpwatch record
+ * --meters MemSpike.Orders`, values every 1 s) while MemSpike ran "order 5
+ * /api/orders", "order 2 /api/cart", "request 100 2000 /api/orders"
+ * (0.02 s .. 2 s evenly), "request 10 50 /health", "conn 7", "conn -2",
+ * "queue 42", then a second later "order 3 /api/orders". Every truncation of
+ * every value event is refused. */
+static void test_meters(const char *name)
+{
+	static struct stats st;
+	nettrace_parser *p = NULL;
+	const struct ev_meter *m;
+	char err[256];
+
+	memset(&st, 0, sizeof(st));
+	meter_payload = calloc(64, sizeof(*meter_payload));
+	CHECK_MSG(parse_trace(name, &st, &p) == 0, "%s", name);
+	CHECK_MSG(st.errors == 0 && st.count[EV_METER_ERROR] == 0, "%s: %u errors", name, st.errors);
+	CHECK_MSG(st.n_meters >= 12, "%s: %zu meter values", name, st.n_meters);
+	/* The counter: the increase in each interval and the total. */
+	m = series(&st, "orders.placed", "route=/api/orders", 0);
+	CHECK_MSG(m && m->kind == EV_METER_COUNTER && m->has_rate && m->rate == 5 && m->has_value && m->value == 5 &&
+	              strcmp(m->meter, "MemSpike.Orders") == 0 && strcmp(m->unit, "{order}") == 0,
+	          "%s: first orders.placed", name);
+	int saw3 = 0;
+	for (int i = 1; (m = series(&st, "orders.placed", "route=/api/orders", i)) != NULL; i++)
+		saw3 |= m->rate == 3 && m->value == 8;
+	CHECK_MSG(saw3, "%s: no interval with 3 more orders, 8 in all", name);
+	m = series(&st, "orders.placed", "route=/api/cart", 0);
+	CHECK(m && m->rate == 2 && m->value == 2);
+	m = series(&st, "connections.active", "", 0);
+	CHECK(m && m->kind == EV_METER_UPDOWN && m->value == 5);
+	m = series(&st, "queue.depth", "", 0);
+	CHECK(m && m->kind == EV_METER_GAUGE && m->has_value && m->value == 42 && !m->has_rate);
+	/* The histogram: quantiles of 100 durations from 0.02 to 2 s. */
+	m = series(&st, "request.duration", "http.route=/api/orders", 0);
+	CHECK(m && m->kind == EV_METER_HISTOGRAM && strcmp(m->unit, "s") == 0 && m->has_count && m->count == 100 &&
+	      fabs(m->sum - 101.0) < 1e-9 && m->n_quantiles == 3);
+	if (m && m->n_quantiles == 3) {
+		CHECK(m->quantile[0] == 0.5 && m->quantile[1] == 0.95 && m->quantile[2] == 0.99);
+		CHECK_MSG(fabs(m->qvalue[0] - 1.0) < 0.05 && fabs(m->qvalue[1] - 1.9) < 0.05 &&
+		              fabs(m->qvalue[2] - 1.98) < 0.05,
+		          "%s: p50 %g p95 %g p99 %g", name, m->qvalue[0], m->qvalue[1], m->qvalue[2]);
+	}
+	m = series(&st, "request.duration", "http.route=/health", 0);
+	CHECK(m && m->count == 10 && fabs(m->sum - 0.275) < 1e-9);
+	/* An interval without measurements: count 0 and no quantiles. */
+	m = series(&st, "request.duration", "http.route=/health", 1);
+	CHECK(m && m->count == 0 && m->n_quantiles == 0);
+	for (size_t k = 0; k < st.n_meters && k < 64; k++) {
+		const struct saved *sv = &meter_payload[k];
+		struct nettrace_event ev = {.meta = sv->meta, .payload = sv->payload};
+		struct ev_record r;
+		if (!sv->meta)
+			continue;
+		ev.payload_size = sv->size;
+		CHECK(events_decode(&ev, st.pointer_size, &r, err, sizeof(err)) == 1);
+		for (uint32_t len = 0; len < sv->size; len++) {
+			ev.payload_size = len;
+			int rc = events_decode(&ev, st.pointer_size, &r, err, sizeof(err));
+			CHECK_MSG(rc == -EBADMSG, "%s: meter value %zu cut to %u: %d", name, k, len, rc);
+		}
+	}
+	free(meter_payload);
+	meter_payload = NULL;
+	nettrace_free(p);
+}
+
 int main(void)
 {
+	test_meters("meters-net10.nettrace");
+	test_meters("meters-net9.nettrace");
+	test_meters("meters-net8.nettrace");
 	test_exceptions("exceptions-net10.nettrace");
 	test_exceptions("exceptions-net9.nettrace");
 	test_exceptions("exceptions-net8.nettrace");

@@ -21,6 +21,11 @@
 //                  (System.TimeoutException), invalid (InvalidOperationException), argument,
 //                  io, or pool (MemSpike.PoolExhaustedException with an inner TimeoutException);
 //                  in MESSAGE "\n" is a newline and "\e" an escape character
+//   order N ROUTE  add N to the counter orders.placed (meter MemSpike.Orders) with tag route=ROUTE
+//   request N MS ROUTE  record N durations into the histogram request.duration (unit s, tag
+//                  http.route=ROUTE): MS/N, 2*MS/N, ... MS milliseconds
+//   conn N         add N (may be negative) to the up-down counter connections.active
+//   queue N        set the observable gauge queue.depth to N
 //   work N         allocate N 16-byte arrays, dropping each, and print "work n=N ms=..." (the
 //                  elapsed time: a throughput figure for tests/bench/overhead.sh)
 //   throwfor MS RATE TYPE MESSAGE...  throw RATE exceptions per second for MS milliseconds
@@ -35,6 +40,13 @@ using System.Diagnostics;
 static long NowUs() => (DateTime.UtcNow.Ticks - DateTime.UnixEpoch.Ticks) / 10;
 
 var held = new List<object>();
+var meter = new System.Diagnostics.Metrics.Meter("MemSpike.Orders", "1.0");
+var orders = meter.CreateCounter<long>("orders.placed", "{order}");
+var duration = meter.CreateHistogram<double>("request.duration", "s");
+var conns = meter.CreateUpDownCounter<long>("connections.active", "{connection}");
+long queueDepth = 0;
+meter.CreateObservableGauge("queue.depth", () => Volatile.Read(ref queueDepth), "{item}");
+
 var native = new List<IntPtr>();
 var extraThreads = new List<Thread>();
 var files = new List<FileStream>();
@@ -185,6 +197,17 @@ bool Run(string line)
         Console.WriteLine($"thrown first_us={first} count={count}");
         break;
     }
+    case "order":
+        orders.Add(Arg(1, 1), new KeyValuePair<string, object?>("route", p.Length > 2 ? p[2] : "/"));
+        break;
+    case "request": {
+        int n = Arg(1, 1), ms = Arg(2, 100);
+        var route = new KeyValuePair<string, object?>("http.route", p.Length > 3 ? p[3] : "/");
+        for (int i = 1; i <= n; i++) duration.Record(ms * (double)i / n / 1000.0, route);
+        break;
+    }
+    case "conn": conns.Add(Arg(1, 1)); break;
+    case "queue": Volatile.Write(ref queueDepth, Arg(1, 0)); break;
     case "work": {
         long n = p.Length > 1 ? long.Parse(p[1]) : 1000000;
         object? sink = null;
