@@ -54,6 +54,17 @@ grep '"event":"dump"' "$JOURNAL" | tail -1 | grep_q -F '"rule":"back-loh"' || fa
 
 # SIGHUP: a full reload; the session is kept (same subscription), the rule
 # still fires after its cooldown, and nothing fires from the reload alone.
+# First the guard must have seen the spike released: a GC of the spike that
+# reached it late would fire the rule once more after its 1 s cooldown, a
+# dump the reload would be blamed for (seen once: the stream 2.9 s late).
+released() {
+	"$DUMPWATCH" status --json --state-dir "$T" 2>/dev/null |
+		jq -e "[.processes[] | select(.pid == $P) | .rules[].conditions[].value] |
+			(length > 0 and all(. != null and . < 200e6))" >/dev/null
+}
+wait_for released 30 || fail "the guard never saw the spike released: $("$DUMPWATCH" status --json --state-dir "$T" 2>&1 | head -c 1500)"
+settled() { [ "$(journal_count fire)" -eq "$(journal_count dump)" ]; } # no dump still being written
+wait_for settled 30 || fail "a fire without its dump record"
 attaches=$(journal_count attach)
 kill -HUP "$DW_PID"
 wait_journal reload 1 5 || fail "SIGHUP not journaled"
