@@ -22,6 +22,12 @@ struct json_object *report_num(double v, int decimals);
  * "metrics" they read, "detect_delay_ms" (now minus the newest sample) and,
  * when read_ns > 0 (the decision follows a read), "read_to_fire_ms"; writes
  * "metric=value ..." into desc for the log. */
+/* The exception that made rule r fire: the last that counted for its first
+ * exception condition. 1 with *x and that condition's index, 0 when r has
+ * none or nothing counted yet. */
+int report_fire_exception(const struct rule *r, const struct metrics *m, struct metrics_exception *x,
+                          uint32_t *ret_cond);
+
 void report_fire(struct json_object *rec, const struct rule *r, const struct metrics *m, int64_t now, int64_t read_ns,
                  char *desc, size_t desclen);
 

@@ -964,16 +964,14 @@ static void context_fire(struct target *t, const struct target_rule *tr, int64_t
 	for (uint32_t c = 0; c < tr->fr.rule.n_conds && c < RULE_MAX_CONDS; c++) {
 		int64_t when;
 		in->read[c] = metrics_read_eval(&at, &tr->fr.rule.conds[c].metric, &in->value[c], &when);
-		struct metrics_exception x;
-		if (!in->exc_set && tr->fr.rule.conds[c].metric.id == M_EXCEPTIONS &&
-		    metrics_exception_last(at.m, &tr->fr.rule.conds[c].metric, &x)) {
-			in->exc_set = 1;
-			in->exc_cond = c;
-			snprintf(in->exc_type, sizeof(in->exc_type), "%s", x.type);
-			snprintf(in->exc_message, sizeof(in->exc_message), "%s", x.message);
-			in->exc_hresult = x.hresult;
-			in->exc_ns = x.t_ns;
-		}
+	}
+	struct metrics_exception x;
+	if (report_fire_exception(&tr->fr.rule, at.m, &x, &in->exc_cond)) {
+		in->exc_set = 1;
+		snprintf(in->exc_type, sizeof(in->exc_type), "%s", x.type);
+		snprintf(in->exc_message, sizeof(in->exc_message), "%s", x.message);
+		in->exc_hresult = x.hresult;
+		in->exc_ns = x.t_ns;
 	}
 	in->fire_ns = now;
 	in->fire_unix_ns = unix_ns;
@@ -1291,7 +1289,7 @@ static void on_timer(struct loop *l, void *ctx)
 		return;
 	}
 	int polled = 0;
-	if (t->ps && t->state == TARGET_ATTACHED && t->session && !t->job && !t->deferred_end && t->proc_next_ns &&
+	if (t->ps && t->state == TARGET_ATTACHED && t->session && !t->job && t->proc_next_ns &&
 	    now >= t->proc_next_ns) {
 		proc_poll(t, now);
 		polled = 1;

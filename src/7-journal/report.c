@@ -19,6 +19,17 @@ struct json_object *report_num(double v, int decimals)
 	return json_object_new_double_s(v, buf);
 }
 
+int report_fire_exception(const struct rule *r, const struct metrics *m, struct metrics_exception *x,
+                          uint32_t *ret_cond)
+{
+	for (uint32_t c = 0; c < r->n_conds && c < RULE_MAX_CONDS; c++)
+		if (r->conds[c].metric.id == M_EXCEPTIONS) {
+			*ret_cond = c;
+			return metrics_exception_last(m, &r->conds[c].metric, x);
+		}
+	return 0;
+}
+
 void report_fire(struct json_object *rec, const struct rule *r, const struct metrics *m, int64_t now, int64_t read_ns,
                  char *desc, size_t desclen)
 {
@@ -56,11 +67,10 @@ void report_fire(struct json_object *rec, const struct rule *r, const struct met
 	/* The exception that fired an exception condition: the program's own
 	 * text, cut for the log line, which log.c escapes whole (JSON escapes
 	 * it in the journal). */
-	for (uint32_t c = 0; c < r->n_conds; c++) {
-		struct metrics_exception x;
+	struct metrics_exception x;
+	uint32_t xc;
+	if (report_fire_exception(r, m, &x, &xc)) {
 		char hr[16];
-		if (r->conds[c].metric.id != M_EXCEPTIONS || !metrics_exception_last(m, &r->conds[c].metric, &x))
-			continue;
 		struct json_object *xo = json_object_new_object();
 		snprintf(hr, sizeof(hr), "0x%08x", (unsigned)x.hresult);
 		json_object_object_add(xo, "type", json_object_new_string(x.type));
@@ -74,7 +84,6 @@ void report_fire(struct json_object *rec, const struct rule *r, const struct met
 			if (n > 0)
 				off += (size_t)n;
 		}
-		break;
 	}
 	json_object_object_add(rec, "rule", json_object_new_string(r->name));
 	json_object_object_add(rec, "conditions", conds);

@@ -11,9 +11,9 @@
 
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/discovery.h"
-#include "dumpwatch/events.h"
 #include "dumpwatch/ipc.h"
 #include "dumpwatch/loop.h"
+#include "dumpwatch/session.h"
 
 static int write_all(int fd, const uint8_t *p, size_t n)
 {
@@ -34,8 +34,11 @@ int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs,
                size_t errlen)
 {
 	struct dn_target t;
-	struct ipc_provider provs[3];
-	char margs[1024];
+	/* The providers a session with these needs subscribes to, System.Runtime's
+	 * counters at 1 s, and the meters on top. */
+	struct session_subscription sub = {.needs = needs, .counter_interval_ms = 1000};
+	struct ipc_provider provs[SESSION_MAX_PROVIDERS + 1];
+	char cargs[64], margs[1024];
 	size_t n = 0;
 	uint64_t session;
 	uint8_t buf[65536];
@@ -45,16 +48,9 @@ int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs,
 	if (r < 0)
 		return r;
 	const struct ipc_endpoint ep = discovery_endpoint(&t);
-	if (needs & (NEED_GC | NEED_ALLOC_TICKS | NEED_EXCEPTIONS))
-		provs[n++] =
-		    (struct ipc_provider){((needs & (NEED_GC | NEED_ALLOC_TICKS)) ? EV_KW_GC | EV_KW_APPDOMAIN_RM : 0) |
-		                              ((needs & NEED_EXCEPTIONS) ? EV_KW_EXCEPTION : 0),
-		                          (needs & NEED_ALLOC_TICKS) ? 5
-		                          : (needs & NEED_GC)        ? 4
-		                                                     : 2,
-		                          EV_RUNTIME_PROVIDER, NULL};
 	if (needs & NEED_COUNTERS)
-		provs[n++] = (struct ipc_provider){0, 4, "System.Runtime", "EventCounterIntervalSec=1"};
+		snprintf(sub.counter_providers[sub.n_counter_providers++], CATALOG_NAME_MAX, "System.Runtime");
+	n = session_providers(&sub, provs, cargs, sizeof(cargs));
 	if (meters) {
 		/* TimeSeriesValues (0x2): the values, the instruments' begin
 		 * and end, and the errors. */
