@@ -37,6 +37,7 @@ enum metric_id {
 	M_EXCEPTION_RATE,      /* first-chance exceptions per second, any type */
 	M_EXCEPTIONS,          /* matching first-chance exceptions in a window: "exception GLOB ..." */
 	M_COUNTER,             /* an EventCounter: provider + counter name */
+	M_METER,               /* a System.Diagnostics.Metrics instrument: "meter M/I[tags] STAT" */
 	M__COUNT
 };
 
@@ -48,6 +49,19 @@ enum metric_id {
 #define NEED_PROC 0x10u            /* polled from /proc/PID/status, not the stream */
 #define NEED_PROC_FDS 0x20u        /* polled from /proc/PID/fd */
 #define NEED_EXCEPTIONS 0x40u      /* runtime provider, Exception keyword (ExceptionThrown_V1) */
+#define NEED_METERS 0x80u          /* System.Diagnostics.Metrics, the meter named in the ref */
+
+/* What a meter condition reads of its instrument's time series. */
+enum meter_stat {
+	MS_VALUE = 0, /* counter, up-down counter: the total; gauge: the last value */
+	MS_RATE,      /* counter, up-down counter: the change per second */
+	MS_P50,       /* histogram: the median of the interval */
+	MS_P95,
+	MS_P99,
+	MS_COUNT, /* histogram: measurements in the interval */
+	MS_SUM,   /* histogram: their sum */
+	MS__COUNT
+};
 
 /* An exception condition counts at most this many exceptions in its window. */
 #define CATALOG_EXC_COUNT_MAX 1024
@@ -73,6 +87,12 @@ struct metric_ref {
 	char exc_type[CATALOG_NAME_MAX];
 	char exc_message[CATALOG_NAME_MAX];
 	int64_t window_ns;
+	/* M_METER: provider holds the meter's name, counter the instrument's;
+	 * tags the filter as written ("k=v,k2=GLOB", "" for any series), and
+	 * what is read. The threshold's unit (unit) was taken from how it was
+	 * written: the instrument's own unit is converted to it. */
+	char tags[CATALOG_NAME_MAX];
+	enum meter_stat stat;
 };
 
 /* Resolves a metric name as written in a rule: a GC-derived name, an
@@ -102,7 +122,27 @@ int catalog_exception(const char *type_glob, const char *message_glob, int64_t w
 /* Whether an exception of this type and message counts for ref (M_EXCEPTIONS). */
 int catalog_exception_matches(const struct metric_ref *ref, const char *type, const char *message);
 
-/* Canonical name of a built-in metric id ("loh-size"); "counter" for M_COUNTER. */
+/* Fills out for a meter condition from "METER/INSTRUMENT[TAGS]" and a stat
+ * (rules.h): the meter's name up to the first '/', the instrument's name
+ * after it (letters, digits and ._-/ ), then optional tag filters in
+ * brackets, "key=value" pairs separated by ',' whose value is a glob (no
+ * ',' or ']' in it). unit is what the threshold was written in. Its name
+ * reads "meter SPEC STAT" (cut to CATALOG_NAME_MAX). Returns 0, or -EINVAL
+ * with err. */
+int catalog_meter(const char *spec, enum meter_stat stat, enum unit_kind unit, struct metric_ref *out, char *err,
+                  size_t errlen);
+
+/* Whether a series' tags as the runtime wrote them ("k=v,k2=v2") pass a
+ * meter condition's filter: every key of the filter is present with a value
+ * its glob matches. */
+int catalog_meter_tags_match(const char *filter, const char *tags);
+
+/* "value", "rate", "p50", ... and back: -1 for an unknown word. */
+const char *catalog_meter_stat_name(enum meter_stat s);
+int catalog_meter_stat_parse(const char *word, size_t len);
+
+/* Canonical name of a built-in metric id ("loh-size"); "counter" for
+ * M_COUNTER, "meter" for M_METER. */
 const char *catalog_id_name(enum metric_id id);
 
 /* Known System.Runtime counter names, NULL-terminated, for help and suggestions. */

@@ -116,7 +116,8 @@ struct ipc_endpoint {
 
 enum ipc_op_kind { IPC_OP_PROCESS_INFO = 1, IPC_OP_COLLECT_TRACING, IPC_OP_STOP_TRACING };
 
-#define IPC_OP_MAX_PROVIDERS 17
+#define IPC_OP_MAX_PROVIDERS 18
+#define IPC_OP_ARGS_MAX 4096
 
 struct ipc_op {
 	enum ipc_op_kind kind;
@@ -140,7 +141,7 @@ struct ipc_op {
 	size_t n_providers;
 	struct ipc_provider providers[IPC_OP_MAX_PROVIDERS];
 	char names[IPC_OP_MAX_PROVIDERS][256];
-	char args[IPC_OP_MAX_PROVIDERS][64];
+	char args[IPC_OP_ARGS_MAX]; /* the providers' arguments, one after another */
 	uint64_t stop_session;
 	/* results */
 	struct ipc_process_info info; /* ProcessInfo */
@@ -150,7 +151,8 @@ struct ipc_op {
 };
 
 /* Starts op. ep->path is copied, as are CollectTracing's providers (at most
- * IPC_OP_MAX_PROVIDERS; names under 256 bytes, args under 64). timeout_ms
+ * IPC_OP_MAX_PROVIDERS; names under 256 bytes, all args together under
+ * IPC_OP_ARGS_MAX, else -E2BIG). timeout_ms
  * bounds each attempt. 0 in progress (or already done: ipc_op_step says),
  * -errno with op->err on failure. ipc_op_clear must follow either way. */
 int ipc_op_process_info(struct ipc_op *op, const struct ipc_endpoint *ep, int timeout_ms);

@@ -11,6 +11,7 @@
 
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/events.h"
+#include "dumpwatch/meters.h"
 #include "dumpwatch/procstat.h"
 
 /* Allocation rates are averaged over this window. */
@@ -86,7 +87,7 @@ int metrics_read_eval(void *ctx, const struct metric_ref *ref, double *value, in
  * from a GC seen), "counters" (sizes from System.Runtime's sample before any
  * GC: loh-size an upper bound, poh-size a lower one), "events" (counted from
  * the stream), "counter" (an EventCounter's sample), "proc" (polled from
- * /proc). */
+ * /proc), "meter" (an instrument's series, meters.h). */
 const char *metrics_basis(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns);
 
 /* Whether an event can move a metric's value, so rules are worth evaluating
@@ -101,6 +102,13 @@ struct metrics_counter {
 	int64_t t_ns;
 };
 int metrics_counter_at(const struct metrics *m, size_t i, struct metrics_counter *out);
+
+/* The collection interval of the session's System.Diagnostics.Metrics
+ * (meters.h); 1 s when not told. */
+void metrics_set_meter_interval(struct metrics *m, int64_t interval_ns);
+
+/* The instruments' time series, NULL until a value was published. */
+const struct meters *metrics_meters(const struct metrics *m);
 
 /* Writes the current built-in metrics as one human line ("heap-size=... loh-size=..."). */
 void metrics_describe(const struct metrics *m, int64_t now_ns, char *buf, size_t len);

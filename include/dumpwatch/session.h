@@ -15,6 +15,9 @@
 #include "dumpwatch/rules.h"
 
 #define SESSION_MAX_COUNTER_PROVIDERS 16
+#define SESSION_MAX_METERS 16
+/* Room for the providers' arguments session_providers writes. */
+#define SESSION_ARGS_MAX 3072
 
 /* What to subscribe to. */
 struct session_subscription {
@@ -22,25 +25,44 @@ struct session_subscription {
 	uint32_t counter_interval_ms; /* EventCounterIntervalSec in ms; 0: 1000 */
 	size_t n_counter_providers;
 	char counter_providers[SESSION_MAX_COUNTER_PROVIDERS][CATALOG_NAME_MAX];
+	/* System.Diagnostics.Metrics: the meters whose instruments are
+	 * published (NEED_METERS), every collection interval. */
+	size_t n_meters;
+	char meters[SESSION_MAX_METERS][CATALOG_NAME_MAX];
 };
 
-/* Adds what rule r needs to sub: its NEED_* and the EventCounters providers
- * of its counter conditions (each once; beyond SESSION_MAX_COUNTER_PROVIDERS
- * they are dropped). sub starts zeroed, with counter_interval_ms set. */
+/* Adds what rule r needs to sub: its NEED_*, the EventCounters providers
+ * of its counter conditions and the meters of its meter conditions (each
+ * once; beyond SESSION_MAX_COUNTER_PROVIDERS or SESSION_MAX_METERS they are
+ * dropped). sub starts zeroed, with counter_interval_ms set. */
 void session_subscription_add(struct session_subscription *sub, const struct rule *r);
+
+/* Adds one meter to sub (once), with NEED_METERS. -ENOSPC past
+ * SESSION_MAX_METERS, -EINVAL for a name that is not [A-Za-z0-9._-]+ (or
+ * Meter\instrument) under CATALOG_NAME_MAX. */
+int session_subscription_add_meter(struct session_subscription *sub, const char *meter);
+
+/* The collection interval asked of System.Diagnostics.Metrics for sub: the
+ * counters' interval, at least the runtime's floor of 100 ms. */
+int64_t session_meter_interval_ns(const struct session_subscription *sub);
 
 /* Whether two subscriptions ask for the same thing (providers in any order). */
 int session_subscription_equal(const struct session_subscription *a, const struct session_subscription *b);
 
 struct session;
 
-#define SESSION_MAX_PROVIDERS (SESSION_MAX_COUNTER_PROVIDERS + 1)
+#define SESSION_MAX_PROVIDERS (SESSION_MAX_COUNTER_PROVIDERS + 2)
 
 /* Builds the EventPipe provider list for sub into out (room for
  * SESSION_MAX_PROVIDERS): the runtime provider with the GC keyword at level 4,
  * or 5 when allocation ticks are needed, and the Exception keyword when
- * exceptions are (at level 2 when the GC is not needed), and each EventCounters provider with
- * "EventCounterIntervalSec=N" (written into args, which out refers to).
+ * exceptions are (at level 2 when the GC is not needed); each EventCounters
+ * provider with "EventCounterIntervalSec=N"; and System.Diagnostics.Metrics
+ * for the meters, in the runtime's shared session (SessionId=SHARED, a
+ * ClientId of this call's own, also given as .NET 8's SharedIdentifier) with the interval and the limits
+ * other tools use by default (MaxTimeSeries=1000, MaxHistograms=10), so that
+ * dumpwatch and, say, dotnet-counters can both watch one process. The
+ * arguments are written into args (SESSION_ARGS_MAX), which out refers to.
  * Returns the number of providers; nothing is subscribed that sub does not ask for. */
 size_t session_providers(const struct session_subscription *sub, struct ipc_provider *out, char *args, size_t argslen);
 

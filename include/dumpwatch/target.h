@@ -74,7 +74,8 @@ struct target_rule {
 	int64_t next_ns; /* 0: nothing pending */
 	int at_limit;    /* "limit" journaled since the last fire */
 	enum eval_result last;
-	unsigned char known[RULE_MAX_CONDS]; /* condition i's metric journaled as known */
+	unsigned char known[RULE_MAX_CONDS];        /* condition i's metric journaled as known */
+	unsigned char meter_warned[RULE_MAX_CONDS]; /* its instrument's unit or kind said not to fit */
 };
 
 enum target_state {

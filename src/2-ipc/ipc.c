@@ -1009,6 +1009,7 @@ int ipc_op_collect_tracing(struct ipc_op *op, const struct ipc_endpoint *ep, con
 	}
 	op->n_providers = n;
 	op->buffer_mb = buffer_mb;
+	size_t used = 0;
 	for (size_t i = 0; i < n; i++) {
 		op->providers[i] = providers[i];
 		if (providers[i].name) {
@@ -1016,8 +1017,18 @@ int ipc_op_collect_tracing(struct ipc_op *op, const struct ipc_endpoint *ep, con
 			op->providers[i].name = op->names[i];
 		}
 		if (providers[i].args) {
-			snprintf(op->args[i], sizeof(op->args[i]), "%s", providers[i].args);
-			op->providers[i].args = op->args[i];
+			size_t len = strlen(providers[i].args);
+			if (len >= sizeof(op->args) - used) {
+				op->kind = IPC_OP_COLLECT_TRACING;
+				snprintf(op->err, sizeof(op->err),
+				         "CollectTracing: the providers' arguments exceed %d bytes",
+				         IPC_OP_ARGS_MAX - 1);
+				op->phase = OP_DONE;
+				return -E2BIG;
+			}
+			memcpy(op->args + used, providers[i].args, len + 1);
+			op->providers[i].args = op->args + used;
+			used += len + 1;
 		}
 	}
 	return op_start(op, IPC_OP_COLLECT_TRACING, 5, ep, timeout_ms);

@@ -11,6 +11,7 @@
 #include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #define RUNTIME_PROVIDER "System.Runtime"
 
@@ -134,7 +135,7 @@ const char *catalog_id_name(enum metric_id id)
 {
 	if ((unsigned)id < (unsigned)M_COUNTER)
 		return gc_metrics[id].name;
-	return "counter";
+	return id == M_METER ? "meter" : "counter";
 }
 
 static int name_char_ok(char c)
@@ -398,4 +399,210 @@ int catalog_exception_matches(const struct metric_ref *ref, const char *type, co
 	    (!dot || fnmatch(ref->exc_type, dot + 1, FNM_CASEFOLD) != 0))
 		return 0;
 	return !ref->exc_message[0] || fnmatch(ref->exc_message, message, FNM_CASEFOLD) == 0;
+}
+
+static const char *const stat_names[MS__COUNT] = {
+    [MS_VALUE] = "value", [MS_RATE] = "rate",   [MS_P50] = "p50", [MS_P95] = "p95",
+    [MS_P99] = "p99",     [MS_COUNT] = "count", [MS_SUM] = "sum",
+};
+
+const char *catalog_meter_stat_name(enum meter_stat s)
+{
+	return (unsigned)s < (unsigned)MS__COUNT ? stat_names[s] : "?";
+}
+
+int catalog_meter_stat_parse(const char *word, size_t len)
+{
+	for (int i = 0; i < MS__COUNT; i++)
+		if (strlen(stat_names[i]) == len && strncasecmp(stat_names[i], word, len) == 0)
+			return i;
+	return -1;
+}
+
+/* A tag filter's value: a glob of printable characters, none of ",]". */
+static int tag_value_char_ok(unsigned char c)
+{
+	return c >= 0x20 && c != 0x7f && c != ',' && c != ']';
+}
+
+/* Reads "[k=v,k2=v2]" at p into out as "k=v,k2=v2" (spaces around the parts
+ * dropped). Returns the bytes consumed, or -1 with err. */
+static int read_tag_filter(const char *p, char *out, size_t outlen, char *err, size_t errlen)
+{
+	const char *q = p + 1;
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (;;) {
+		while (*q == ' ')
+			q++;
+		const char *k = q;
+		while (name_char_ok(*q))
+			q++;
+		size_t kl = (size_t)(q - k);
+		while (*q == ' ')
+			q++;
+		if (kl == 0 || *q != '=') {
+			snprintf(err, errlen,
+			         "a meter's tag filter is [key=value,...] with keys of letters, digits and ._-, as in "
+			         "[http.route=/api/orders]");
+			return -1;
+		}
+		q++;
+		while (*q == ' ')
+			q++;
+		const char *v = q;
+		while (*q && tag_value_char_ok((unsigned char)*q))
+			q++;
+		size_t vl = (size_t)(q - v);
+		while (vl > 0 && v[vl - 1] == ' ')
+			vl--;
+		if (*q != ',' && *q != ']') {
+			snprintf(err, errlen,
+			         "a meter's tag filter must end with ']' (values hold no ',' ']' or control "
+			         "character)");
+			return -1;
+		}
+		if (o + kl + vl + 2 >= outlen) {
+			snprintf(err, errlen, "a meter's tag filter is too long (at most %d characters)",
+			         CATALOG_NAME_MAX - 1);
+			return -1;
+		}
+		if (o)
+			out[o++] = ',';
+		memcpy(out + o, k, kl);
+		o += kl;
+		out[o++] = '=';
+		memcpy(out + o, v, vl);
+		o += vl;
+		out[o] = '\0';
+		if (*q++ == ']')
+			return (int)(q - p);
+	}
+}
+
+int catalog_meter(const char *spec, enum meter_stat stat, enum unit_kind unit, struct metric_ref *out, char *err,
+                  size_t errlen)
+{
+	char shown[80];
+	const char *p = spec, *slash;
+	size_t ml, il;
+
+	quote_text(shown, sizeof(shown), spec);
+	while (name_char_ok(*p))
+		p++;
+	ml = (size_t)(p - spec);
+	slash = p;
+	if (*p == '/') {
+		p++;
+		while (name_char_ok(*p) || *p == '/')
+			p++;
+	}
+	il = slash[0] == '/' ? (size_t)(p - slash - 1) : 0;
+	if (ml == 0 || il == 0 || (*p && *p != '[')) {
+		snprintf(err, errlen,
+		         "\"%s\": write an instrument as Meter.Name/instrument.name[tag=value,...], as in "
+		         "Microsoft.AspNetCore.Hosting/http.server.request.duration[http.route=/api/orders]",
+		         shown);
+		return -EINVAL;
+	}
+	if (ml >= CATALOG_NAME_MAX || il >= CATALOG_NAME_MAX) {
+		snprintf(err, errlen, "\"%s\": a meter's or instrument's name is too long (at most %d characters)",
+		         shown, CATALOG_NAME_MAX - 1);
+		return -EINVAL;
+	}
+	if ((unsigned)stat >= (unsigned)MS__COUNT) {
+		snprintf(err, errlen, "unknown meter statistic");
+		return -EINVAL;
+	}
+	memset(out, 0, sizeof(*out));
+	if (*p == '[') {
+		int r = read_tag_filter(p, out->tags, sizeof(out->tags), err, errlen);
+		if (r < 0)
+			return -EINVAL;
+		p += r;
+		if (*p) {
+			snprintf(err, errlen, "\"%s\": nothing may follow the tag filter's ']'", shown);
+			return -EINVAL;
+		}
+	}
+	out->id = M_METER;
+	memcpy(out->provider, spec, ml);
+	memcpy(out->counter, slash + 1, il);
+	out->stat = stat;
+	out->unit = unit;
+	out->scale = 1.0;
+	out->needs = NEED_METERS;
+	/* Cut to fit: the name is for people; the fields above are what match. */
+	char name[3 * CATALOG_NAME_MAX + 16];
+	snprintf(name, sizeof(name), "meter %s/%s%s%s%s %s", out->provider, out->counter, out->tags[0] ? "[" : "",
+	         out->tags, out->tags[0] ? "]" : "", stat_names[stat]);
+	size_t nl = strnlen(name, sizeof(out->name) - 1);
+	memcpy(out->name, name, nl);
+	out->name[nl] = '\0';
+	return 0;
+}
+
+/* Where the pair holding key starts in tags, or NULL; *vlen set to its
+ * value's length. A value ends where ",key=" begins: the runtime does not
+ * escape the ',' a value may hold. */
+static const char *find_tag(const char *tags, const char *key, size_t kl, size_t *vlen)
+{
+	const char *p = tags;
+
+	while (*p) {
+		const char *k = p, *eq = p;
+		while (name_char_ok(*eq))
+			eq++;
+		const char *v = *eq == '=' ? eq + 1 : eq;
+		const char *e = v;
+		for (;;) {
+			e = strchr(e, ',');
+			if (!e) {
+				e = v + strlen(v);
+				break;
+			}
+			const char *n = e + 1;
+			while (name_char_ok(*n))
+				n++;
+			if (n > e + 1 && *n == '=')
+				break;
+			e++;
+		}
+		if (*eq == '=' && (size_t)(eq - k) == kl && strncmp(k, key, kl) == 0) {
+			*vlen = (size_t)(e - v);
+			return v;
+		}
+		p = *e ? e + 1 : e;
+	}
+	return NULL;
+}
+
+int catalog_meter_tags_match(const char *filter, const char *tags)
+{
+	const char *f = filter;
+	char val[256], glob[CATALOG_NAME_MAX];
+
+	while (*f) {
+		const char *eq = strchr(f, '=');
+		if (!eq)
+			return 0;
+		const char *end = strchr(eq + 1, ',');
+		if (!end)
+			end = eq + 1 + strlen(eq + 1);
+		size_t vl, gl = (size_t)(end - eq - 1);
+		const char *v = find_tag(tags, f, (size_t)(eq - f), &vl);
+		if (!v || gl >= sizeof(glob))
+			return 0;
+		if (vl >= sizeof(val))
+			vl = sizeof(val) - 1;
+		memcpy(val, v, vl);
+		val[vl] = '\0';
+		memcpy(glob, eq + 1, gl);
+		glob[gl] = '\0';
+		if (fnmatch(glob, val, 0) != 0)
+			return 0;
+		f = *end ? end + 1 : end;
+	}
+	return 1;
 }

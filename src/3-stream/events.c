@@ -687,6 +687,24 @@ static void copy_cut(char *dst, size_t dstlen, const char *src)
 	dst[n] = '\0';
 }
 
+/* MultipleSessionsConfiguredIncorrectlyError's settings, as "the shared
+ * session runs with MaxHistograms=10 (asked: 20), ...": each expected value is the
+ * running session's, each actual one what the refused client asked for. */
+static void settings_add(char *msg, size_t len, const char *name, const char *value)
+{
+	size_t off = strlen(msg);
+	int expected = strncmp(name, "expected", 8) == 0;
+	const char *what = name + (expected ? 8 : 6);
+
+	if (off + 1 >= len)
+		return;
+	if (expected)
+		snprintf(msg + off, len - off, "%s%.20s=%.20s", off ? ", " : "the shared session runs with ", what,
+		         value);
+	else
+		snprintf(msg + off, len - off, " (asked: %.20s)", value);
+}
+
 static int decode_meter(const struct nettrace_event *ev, const uint8_t *p, size_t len, struct ev_record *out, char *err,
                         size_t errlen)
 {
@@ -714,8 +732,10 @@ static int decode_meter(const struct nettrace_event *ev, const uint8_t *p, size_
 				           meter_events[found].name, name, off, len);
 			off += s;
 			if (strcmp(name, "sessionId") == 0 || strcmp(name, "runningSessionId") == 0 ||
-			    strcmp(name, "sharedIdentifier") == 0)
+			    strcmp(name, "sharedIdentifier") == 0 || strcmp(name, "clientId") == 0)
 				copy_cut(m->session, sizeof(m->session), text);
+			else if (strncmp(name, "expected", 8) == 0 || strncmp(name, "actual", 6) == 0)
+				settings_add(msg, sizeof(msg), name, text);
 			else if (strcmp(name, "meterName") == 0)
 				copy_cut(m->meter, sizeof(m->meter), text);
 			else if (strcmp(name, "instrumentName") == 0)

@@ -184,6 +184,10 @@ struct metrics {
 	uint64_t exc_total;
 	struct exc_filter *exc[METRICS_EXC_FILTERS_MAX];
 	size_t n_exc;
+
+	/* System.Diagnostics.Metrics, from the first value published. */
+	struct meters *meters;
+	int64_t meter_interval_ns;
 };
 
 struct metrics *metrics_new(void)
@@ -195,6 +199,8 @@ void metrics_free(struct metrics *m)
 {
 	for (size_t i = 0; m && i < m->n_exc; i++)
 		free(m->exc[i]);
+	if (m)
+		meters_free(m->meters);
 	free(m);
 }
 
@@ -435,6 +441,7 @@ int metrics_event_matters(const struct ev_record *r)
 	case EV_GC_RESTART_EE_END:
 	case EV_GC_END:
 	case EV_EXCEPTION_THROWN:
+	case EV_METER_VALUE:
 		return 1;
 	default:
 		return 0;
@@ -556,6 +563,12 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 	switch (r->type) {
 	case EV_COUNTER:
 		on_counter(m, &r->u.counter, t_ns);
+		break;
+	case EV_METER_VALUE:
+		if (!m->meters && (m->meters = meters_new()) != NULL)
+			meters_set_interval(m->meters, m->meter_interval_ns);
+		if (m->meters)
+			meters_on_value(m->meters, &r->u.meter, t_ns);
 		break;
 	case EV_GC_ALLOC_TICK: {
 		uint32_t k = r->u.alloc.kind <= EV_ALLOC_PINNED ? r->u.alloc.kind : EV_ALLOC_SMALL;
@@ -849,6 +862,8 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 		*sample_ns = f->last_ns;
 		return 1;
 	}
+	case M_METER:
+		return meters_read(m->meters, ref, value, sample_ns);
 	case M_COUNTER:
 		for (size_t i = 0; i < m->n_counters; i++)
 			if (strcmp(m->counters[i].name, ref->counter) == 0 &&
@@ -883,6 +898,8 @@ const char *metrics_basis(const struct metrics *m, const struct metric_ref *ref,
 		return m->have_heap ? "gc" : "counters";
 	case M_COUNTER:
 		return "counter";
+	case M_METER:
+		return "meter";
 	case M_RSS:
 	case M_PRIVATE_MEMORY:
 	case M_SWAP:
@@ -935,4 +952,16 @@ int metrics_counter_at(const struct metrics *m, size_t i, struct metrics_counter
 	out->value = m->counters[i].value;
 	out->t_ns = m->counters[i].t_ns;
 	return 1;
+}
+
+void metrics_set_meter_interval(struct metrics *m, int64_t interval_ns)
+{
+	m->meter_interval_ns = interval_ns;
+	if (m->meters)
+		meters_set_interval(m->meters, interval_ns);
+}
+
+const struct meters *metrics_meters(const struct metrics *m)
+{
+	return m->meters;
 }

@@ -128,6 +128,29 @@ static void subscription_add_provider(struct session_subscription *sub, const ch
 		snprintf(sub->counter_providers[sub->n_counter_providers++], CATALOG_NAME_MAX, "%s", provider);
 }
 
+int session_subscription_add_meter(struct session_subscription *sub, const char *meter)
+{
+	size_t n = strlen(meter);
+
+	if (n == 0 || n >= CATALOG_NAME_MAX ||
+	    strspn(meter, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-\\") != n)
+		return -EINVAL;
+	sub->needs |= NEED_METERS;
+	for (size_t k = 0; k < sub->n_meters; k++)
+		if (strcmp(sub->meters[k], meter) == 0)
+			return 0;
+	if (sub->n_meters == SESSION_MAX_METERS)
+		return -ENOSPC;
+	memcpy(sub->meters[sub->n_meters++], meter, n + 1);
+	return 0;
+}
+
+int64_t session_meter_interval_ns(const struct session_subscription *sub)
+{
+	int64_t ms = sub->counter_interval_ms ? sub->counter_interval_ms : 1000;
+	return (ms < 100 ? 100 : ms) * 1000000LL;
+}
+
 void session_subscription_add(struct session_subscription *sub, const struct rule *r)
 {
 	sub->needs |= rule_needs(r);
@@ -135,6 +158,8 @@ void session_subscription_add(struct session_subscription *sub, const struct rul
 		const struct metric_ref *m = &r->conds[c].metric;
 		if (m->id == M_COUNTER)
 			subscription_add_provider(sub, m->provider);
+		if (m->id == M_METER)
+			session_subscription_add_meter(sub, m->provider);
 		if (m->needs & NEED_RUNTIME_COUNTERS)
 			subscription_add_provider(sub, "System.Runtime");
 	}
@@ -145,8 +170,15 @@ void session_subscription_add(struct session_subscription *sub, const struct rul
 int session_subscription_equal(const struct session_subscription *a, const struct session_subscription *b)
 {
 	if (a->needs != b->needs || a->counter_interval_ms != b->counter_interval_ms ||
-	    a->n_counter_providers != b->n_counter_providers)
+	    a->n_counter_providers != b->n_counter_providers || a->n_meters != b->n_meters)
 		return 0;
+	for (size_t i = 0; i < a->n_meters; i++) {
+		int found = 0;
+		for (size_t k = 0; k < b->n_meters; k++)
+			found |= strcmp(a->meters[i], b->meters[k]) == 0;
+		if (!found)
+			return 0;
+	}
 	for (size_t i = 0; i < a->n_counter_providers; i++) {
 		int found = 0;
 		for (size_t k = 0; k < b->n_counter_providers; k++)
@@ -180,21 +212,50 @@ size_t session_providers(const struct session_subscription *sub, struct ipc_prov
 		out[n].args = NULL;
 		n++;
 	}
+	size_t used = 0;
 	if (sub->n_counter_providers > 0) {
 		/* Whole seconds as they are; a fraction as milliseconds with an
 		 * exponent ("50E-3"): the runtime parses the value with the
 		 * process's culture, where "0.05" may read as 5 (a comma
 		 * culture's group separator), but an exponent has no separator. */
 		uint32_t ms = sub->counter_interval_ms ? sub->counter_interval_ms : 1000;
-		if (ms % 1000 == 0)
-			snprintf(args, argslen, "EventCounterIntervalSec=%u", ms / 1000);
-		else
-			snprintf(args, argslen, "EventCounterIntervalSec=%uE-3", ms);
+		int w = ms % 1000 == 0 ? snprintf(args, argslen, "EventCounterIntervalSec=%u", ms / 1000)
+		                       : snprintf(args, argslen, "EventCounterIntervalSec=%uE-3", ms);
+		used = w > 0 && (size_t)w < argslen ? (size_t)w + 1 : argslen;
 		for (size_t i = 0; i < sub->n_counter_providers && n < SESSION_MAX_COUNTER_PROVIDERS + 1; i++) {
 			out[n].keywords = 0;
 			out[n].level = 4;
 			out[n].name = sub->counter_providers[i];
 			out[n].args = args;
+			n++;
+		}
+	}
+	if (sub->n_meters > 0 && used < argslen) {
+		/* TimeSeriesValues (0x2): the values, the instruments' begin and
+		 * end, and the errors. The identifier tells this session from
+		 * others in the shared one: each call's is new, so that a session
+		 * that replaces another (the rules changed) is not taken for it. */
+		static unsigned serial;
+		char *a = args + used, list[SESSION_MAX_METERS * CATALOG_NAME_MAX], iv[24];
+		size_t off = 0;
+		int64_t ms = session_meter_interval_ns(sub) / 1000000;
+		for (size_t i = 0; i < sub->n_meters; i++)
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? "," : "", sub->meters[i]);
+		if (ms % 1000 == 0)
+			snprintf(iv, sizeof(iv), "%lld", (long long)(ms / 1000));
+		else
+			snprintf(iv, sizeof(iv), "%lldE-3", (long long)ms);
+		int w =
+		    snprintf(a, argslen - used,
+		             "SessionId=SHARED;ClientId=dumpwatch-%d-%u;SharedIdentifier=dumpwatch-%d-%u;Metrics=%s;"
+		             "RefreshInterval=%s;MaxTimeSeries=1000;MaxHistograms=10",
+		             (int)getpid(), serial + 1, (int)getpid(), serial + 1, list, iv);
+		serial++;
+		if (w > 0 && (size_t)w < argslen - used) {
+			out[n].keywords = 0x2;
+			out[n].level = 4;
+			out[n].name = "System.Diagnostics.Metrics";
+			out[n].args = a;
 			n++;
 		}
 	}
@@ -204,7 +265,7 @@ size_t session_providers(const struct session_subscription *sub, struct ipc_prov
 int session_start(struct session *s, const struct session_subscription *sub, char *err, size_t errlen)
 {
 	struct ipc_provider provs[SESSION_MAX_PROVIDERS];
-	char args[64];
+	char args[SESSION_ARGS_MAX];
 	const struct ipc_endpoint ep = discovery_endpoint(&s->target);
 	size_t n;
 	int r;
@@ -226,6 +287,7 @@ int session_start(struct session *s, const struct session_subscription *sub, cha
 	s->started = 1;
 	s->read_ns = loop_now();
 	metrics_start(s->metrics, s->read_ns);
+	metrics_set_meter_interval(s->metrics, session_meter_interval_ns(sub));
 	return 0;
 }
 

@@ -268,58 +268,39 @@ static int parse_exception(const char *p, struct rule_cond *c, char *err, size_t
 	return 0;
 }
 
-int rule_cond_parse(const char *text, struct rule_cond *out, char *err, size_t errlen)
+/* A meter's threshold, whose unit says what the instrument's values are
+ * converted to: a plain number (the instrument's own unit), a duration, a
+ * size, a rate or a percentage. */
+static int meter_value(const char *text, struct rule_cond *c, char *err, size_t errlen)
 {
-	struct rule_cond c;
-	char buf[RULE_TEXT_MAX], part[RULE_TEXT_MAX], q1[80], q2[80], uerr[256];
-	const char *p, *start, *metric_end;
-	size_t len, n;
+	static const enum unit_kind kinds[] = {UNIT_NONE,          UNIT_MS,      UNIT_BYTES,
+	                                       UNIT_BYTES_PER_SEC, UNIT_PER_SEC, UNIT_PERCENT};
+	char e[256];
+
+	if (c->metric.stat == MS_COUNT) {
+		c->metric.unit = UNIT_COUNT;
+		return units_parse_value(text, UNIT_COUNT, &c->threshold, err, errlen);
+	}
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (units_parse_value(text, kinds[i], &c->threshold, e, sizeof(e)) == 0) {
+			c->metric.unit = kinds[i];
+			return 0;
+		}
+	snprintf(err, errlen,
+	         "a meter's threshold is a number in the instrument's own unit, or a duration (2s), a size (100MB), "
+	         "a rate (5MB/s, 100/s) or a percentage, which the instrument's unit is converted to");
+	return -EINVAL;
+}
+
+/* OP VALUE [for DURATION] at p, into c (whose metric is set), to the end of
+ * the text. */
+static int parse_comparison(const char *p, struct rule_cond *cp, char *err, size_t errlen)
+{
+	struct rule_cond c = *cp;
+	char part[RULE_TEXT_MAX], q1[80], q2[80], uerr[256];
+	const char *start;
+	size_t n;
 	int r;
-
-	if (!text)
-		text = "";
-	text = skip_space(text);
-	len = strlen(text);
-	while (len > 0 && is_space(text[len - 1]))
-		len--;
-	if (len >= RULE_TEXT_MAX) {
-		snprintf(err, errlen, "condition is too long (at most %d characters)", RULE_TEXT_MAX - 1);
-		return -EINVAL;
-	}
-	if (len == 0) {
-		snprintf(err, errlen, "empty condition: write METRIC OP VALUE [for DURATION], as in loh-size > 200MB");
-		return -EINVAL;
-	}
-	memcpy(buf, text, len);
-	buf[len] = '\0';
-	memset(&c, 0, sizeof(c));
-	memcpy(c.text, buf, len + 1);
-
-	/* "exception" alone or before a space: exception-rate is a metric. */
-	if (is_word(buf, "exception") && (buf[9] == '\0' || is_space(buf[9]))) {
-		r = parse_exception(buf + 9, &c, err, errlen);
-		if (r < 0)
-			return r;
-		*out = c;
-		return 0;
-	}
-
-	/* METRIC: up to a space or an operator character. */
-	p = buf;
-	while (*p && !is_space(*p) && !strchr("<>=!", *p))
-		p++;
-	metric_end = p;
-	n = (size_t)(metric_end - buf);
-	if (n == 0) {
-		snprintf(err, errlen,
-		         "missing metric before the operator: write METRIC OP VALUE, as in loh-size > 200MB");
-		return -EINVAL;
-	}
-	memcpy(part, buf, n);
-	part[n] = '\0';
-	r = catalog_resolve(part, &c.metric, err, errlen);
-	if (r < 0)
-		return r;
 
 	/* OP */
 	p = skip_space(p);
@@ -373,7 +354,10 @@ int rule_cond_parse(const char *text, struct rule_cond *out, char *err, size_t e
 	n = scan_quantity(p);
 	memcpy(part, start, n);
 	part[n] = '\0';
-	r = units_parse_value(part, c.metric.unit, &c.threshold, uerr, sizeof(uerr));
+	if (c.metric.id == M_METER)
+		r = meter_value(part, &c, uerr, sizeof(uerr));
+	else
+		r = units_parse_value(part, c.metric.unit, &c.threshold, uerr, sizeof(uerr));
 	if (r < 0) {
 		snprintf(err, errlen, "%s (%s %s)", uerr, q1, unit_phrase(c.metric.unit));
 		return r;
@@ -405,6 +389,115 @@ int rule_cond_parse(const char *text, struct rule_cond *out, char *err, size_t e
 		         q2);
 		return -EINVAL;
 	}
+	*cp = c;
+	return 0;
+}
+
+/* "meter METER/INSTRUMENT[TAGS] [STAT] OP VALUE [for DURATION]" (rules.h),
+ * p just past the word "meter". */
+static int parse_meter(const char *p, struct rule_cond *c, char *err, size_t errlen)
+{
+	char spec[RULE_TEXT_MAX], q[80];
+	const char *start;
+	size_t n;
+	int stat = MS_VALUE, r;
+
+	p = skip_space(p);
+	start = p;
+	while (*p && !is_space(*p) && !strchr("<>=![", *p))
+		p++;
+	if (*p == '[') {
+		const char *close = strchr(p, ']');
+		p = close ? close + 1 : p + strlen(p);
+	}
+	n = (size_t)(p - start);
+	memcpy(spec, start, n);
+	spec[n] = '\0';
+	p = skip_space(p);
+	n = 0;
+	while (is_alnum(p[n]))
+		n++;
+	if (n > 0 && (p[n] == '\0' || is_space(p[n]) || strchr("<>=!", p[n])) && !is_word(p, "above") &&
+	    !is_word(p, "below")) {
+		stat = catalog_meter_stat_parse(p, n);
+		if (stat < 0) {
+			quote_text(q, sizeof(q), p, n);
+			snprintf(err, errlen,
+			         "unknown statistic \"%s\" of a meter: use value, rate, p50, p95, p99, count or sum",
+			         q);
+			return -EINVAL;
+		}
+		p += n;
+	}
+	r = catalog_meter(spec, (enum meter_stat)stat, UNIT_NONE, &c->metric, err, errlen);
+	if (r < 0)
+		return r;
+	return parse_comparison(p, c, err, errlen);
+}
+
+int rule_cond_parse(const char *text, struct rule_cond *out, char *err, size_t errlen)
+{
+	struct rule_cond c;
+	char buf[RULE_TEXT_MAX], part[RULE_TEXT_MAX];
+	const char *p, *metric_end;
+	size_t len, n;
+	int r;
+
+	if (!text)
+		text = "";
+	text = skip_space(text);
+	len = strlen(text);
+	while (len > 0 && is_space(text[len - 1]))
+		len--;
+	if (len >= RULE_TEXT_MAX) {
+		snprintf(err, errlen, "condition is too long (at most %d characters)", RULE_TEXT_MAX - 1);
+		return -EINVAL;
+	}
+	if (len == 0) {
+		snprintf(err, errlen, "empty condition: write METRIC OP VALUE [for DURATION], as in loh-size > 200MB");
+		return -EINVAL;
+	}
+	memcpy(buf, text, len);
+	buf[len] = '\0';
+	memset(&c, 0, sizeof(c));
+	memcpy(c.text, buf, len + 1);
+
+	/* "exception" alone or before a space: exception-rate is a metric. */
+	if (is_word(buf, "exception") && (buf[9] == '\0' || is_space(buf[9]))) {
+		r = parse_exception(buf + 9, &c, err, errlen);
+		if (r < 0)
+			return r;
+		*out = c;
+		return 0;
+	}
+	if (is_word(buf, "meter") && (buf[5] == '\0' || is_space(buf[5]))) {
+		r = parse_meter(buf + 5, &c, err, errlen);
+		if (r < 0)
+			return r;
+		*out = c;
+		return 0;
+	}
+
+	/* METRIC: up to a space or an operator character. */
+	p = buf;
+	while (*p && !is_space(*p) && !strchr("<>=!", *p))
+		p++;
+	metric_end = p;
+	n = (size_t)(metric_end - buf);
+	if (n == 0) {
+		snprintf(err, errlen,
+		         "missing metric before the operator: write METRIC OP VALUE, as in loh-size > 200MB");
+		return -EINVAL;
+	}
+	memcpy(part, buf, n);
+	part[n] = '\0';
+	r = catalog_resolve(part, &c.metric, err, errlen);
+	if (r < 0)
+		return r;
+
+	r = parse_comparison(p, &c, err, errlen);
+	if (r < 0)
+		return r;
 	*out = c;
 	return 0;
 }

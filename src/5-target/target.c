@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -114,6 +115,7 @@ struct target {
 	struct procstat *ps;
 	int64_t proc_next_ns; /* 0: no poll due */
 	int proc_warned;      /* a failure to open said once per attachment */
+	unsigned meter_said;  /* System.Diagnostics.Metrics errors said, by kind, this attachment */
 	int64_t tick_ns;      /* the next 250 ms tick while attached */
 
 	int in_event;
@@ -583,6 +585,7 @@ static void attached(struct target *t)
 		return;
 	}
 	session_set_stream(t->session, fd, id, &t->info);
+	metrics_set_meter_interval(session_metrics(t->session), session_meter_interval_ns(&t->sub));
 	watch_exceptions(t);
 	if (loop_add(t->cfg->loop, fd, EPOLLIN, on_stream, t) < 0) {
 		session_free(t->session);
@@ -598,6 +601,7 @@ static void attached(struct target *t)
 	t->attached_ns = loop_now();
 	t->tick_ns = t->attached_ns + TARGET_TICK_NS;
 	t->proc_warned = 0;
+	t->meter_said = 0;
 	t->verbose.start_ns = t->attached_ns;
 	t->attach_open = 1;
 	if (t->pidfd < 0) {
@@ -621,8 +625,10 @@ static void attached(struct target *t)
 	/* Nothing is known of a metric yet but what the runtime has already
 	 * sent: "metrics-known" records follow as the rest become known. */
 	struct json_object *known = json_object_new_object(), *unknown = json_object_new_object();
-	for (size_t i = 0; i < t->n_rules; i++)
+	for (size_t i = 0; i < t->n_rules; i++) {
 		memset(t->rules[i].known, 0, sizeof(t->rules[i].known));
+		memset(t->rules[i].meter_warned, 0, sizeof(t->rules[i].meter_warned));
+	}
 	t->all_known = scan_known(t, t->attached_ns, known, unknown, NULL, 0) == 0;
 	json_object_object_add(rec, "known", names_of(known));
 	json_object_object_add(rec, "unknown", names_of(unknown));
@@ -733,7 +739,7 @@ void target_probe(struct target *t)
 static void collect(struct target *t)
 {
 	struct ipc_provider provs[SESSION_MAX_PROVIDERS];
-	char args[64];
+	char args[SESSION_ARGS_MAX];
 	size_t n = session_providers(&t->sub, provs, args, sizeof(args));
 	const struct ipc_endpoint ep = discovery_endpoint(&t->dt);
 
@@ -751,7 +757,7 @@ void target_attach(struct target *t)
 {
 	struct session_subscription sub;
 	struct ipc_provider provs[SESSION_MAX_PROVIDERS];
-	char args[64];
+	char args[SESSION_ARGS_MAX];
 
 	if (t->n_rules == 0 || t->exited || t->op || t->state == TARGET_NEW || t->state == TARGET_PROBING ||
 	    t->state == TARGET_ENDING || t->state == TARGET_GONE)
@@ -1165,10 +1171,88 @@ static void proc_poll(struct target *t, int64_t now)
 
 /* ---- events ----------------------------------------------------------- */
 
+/* What System.Diagnostics.Metrics says went wrong, once per kind and
+ * attachment: another tool's session that excludes or disagrees with
+ * dumpwatch's, a limit reached, a gauge's callback that threw. */
+static void meter_error(struct target *t, const struct ev_meter *m)
+{
+	static const struct {
+		const char *event, *means;
+	} kinds[] = {
+	    {"MultipleSessionsNotSupportedError",
+	     "another tool holds the process's only metrics session (a runtime before .NET 8, or a tool that does not "
+	     "share it): meter rules get no values until it ends"},
+	    {"MultipleSessionsConfiguredIncorrectlyError",
+	     "the shared metrics session runs with other settings than dumpwatch's (the interval is "
+	     "--counter-interval): meter rules get no values until it ends"},
+	    {"TimeSeriesLimitReached",
+	     "the shared session's 1000 time series are taken: new tag sets are not published"},
+	    {"HistogramLimitReached", "the shared session's 10 histograms are taken: more are not published"},
+	    {"ObservableInstrumentCallbackError", "a gauge's or observable counter's callback threw"},
+	    {"Error", "the metrics session failed"},
+	};
+	char mine[32];
+
+	/* Another tool's refusal is said to it, not to dumpwatch: a tool that
+	 * cannot join the shared session dumpwatch runs (the running one is
+	 * "SHARED"), one whose settings disagree (not this identifier). */
+	snprintf(mine, sizeof(mine), "dumpwatch-%d-", (int)getpid());
+	if ((strncmp(m->error, "MultipleSessionsNotSupportedError", 33) == 0 && strcmp(m->session, "SHARED") == 0) ||
+	    (strncmp(m->error, "MultipleSessionsConfiguredIncorrectlyError", 42) == 0 &&
+	     strncmp(m->session, mine, strlen(mine)) != 0))
+		return;
+	for (unsigned k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		size_t n = strlen(kinds[k].event);
+		if (strncmp(m->error, kinds[k].event, n) != 0 || (m->error[n] && m->error[n] != ':'))
+			continue;
+		if (!(t->meter_said & (1u << k)))
+			log_warn("pid %d (%s): System.Diagnostics.Metrics: %s; it says: %s", (int)t->dt.pid, t->name,
+			         kinds[k].means, m->error);
+		t->meter_said |= 1u << k;
+		return;
+	}
+}
+
+/* A meter condition whose instrument, now seen, cannot give what it asks
+ * (a percentile of a counter, seconds of an instrument in bytes): said once. */
+static void meter_fit(struct target *t, const struct ev_meter *m)
+{
+	for (size_t i = 0; i < t->n_rules; i++) {
+		struct target_rule *tr = &t->rules[i];
+		for (uint32_t c = 0; c < tr->fr.rule.n_conds; c++) {
+			const struct rule_cond *rc = &tr->fr.rule.conds[c];
+			const struct meters *ms = metrics_meters(session_metrics(t->session));
+			const char *what;
+			if (rc->metric.id != M_METER || tr->meter_warned[c] ||
+			    strcmp(rc->metric.provider, m->meter) != 0 ||
+			    strcasecmp(rc->metric.counter, m->instrument) != 0)
+				continue;
+			if (meters_stat_mismatch(ms, &rc->metric, &what)) {
+				log_warn("pid %d (%s): rule %s: %s/%s is a %s, which has no %s: \"%s\" never holds",
+				         (int)t->dt.pid, t->name, tr->fr.rule.name, m->meter, m->instrument, what,
+				         catalog_meter_stat_name(rc->metric.stat), rc->text);
+				tr->meter_warned[c] = 1;
+			} else if (meters_unit_mismatch(ms, &rc->metric, &what)) {
+				log_warn("pid %d (%s): rule %s: %s/%s is measured in \"%s\", which is not %s: \"%s\" "
+				         "never holds; "
+				         "write the threshold as a plain number in its unit",
+				         (int)t->dt.pid, t->name, tr->fr.rule.name, m->meter, m->instrument, what,
+				         units_name(rc->metric.unit), rc->text);
+				tr->meter_warned[c] = 1;
+			}
+		}
+	}
+}
+
 static void on_event(void *ctx, struct session *s, const struct ev_record *r, int64_t t_ns)
 {
 	struct target *t = ctx;
 	(void)s;
+
+	if (r->type == EV_METER_ERROR)
+		meter_error(t, &r->u.meter);
+	else if (r->type == EV_METER_VALUE)
+		meter_fit(t, &r->u.meter);
 
 	if (t->cfg->verbose) {
 		char prefix[32] = "";

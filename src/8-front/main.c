@@ -85,12 +85,14 @@ static void usage(FILE *f)
 	    "       dumpwatch --pid PID --when EXPR [--when EXPR ...] [options]\n"
 	    "       dumpwatch --rules-dir DIR [options]   guard every .NET process the rule files in DIR match\n"
 	    "       dumpwatch ps [--json]                 list .NET processes\n"
-	    "       dumpwatch record --pid PID --out FILE [--duration %s] [--meters METER[;...]]\n"
+	    "       dumpwatch record --pid PID --out FILE [--duration %s] [--meters METER[,...]]\n"
 	    "       dumpwatch check [--dump-dir DIR] [--allow-dump-dir DIR] PATH...\n"
 	    "                                             validate rule files (a directory: its *.json)\n"
 	    "       dumpwatch counters --pid PID|--name NAME [--interval %s] [--format table|json] [--counters "
 	    "PROVIDER]\n"
-	    "                                             live GC, allocation, AppDomain and EventCounters figures\n"
+	    "                          [--meters METER[,...]]\n"
+	    "                                             live GC, allocation, AppDomain and EventCounters figures,\n"
+	    "                                             and the instruments of System.Diagnostics.Metrics meters\n"
 	    "                                             (\"unknown\", null in JSON, until known after the attach)\n"
 	    "       dumpwatch gc --pid PID|--name NAME [--format table|json]\n"
 	    "                                             one line per completed GC (index, type, pause, sizes)\n"
@@ -344,16 +346,14 @@ static int cmd_record(int argc, char **argv)
 }
 
 /* dumpwatch counters|gc --pid PID|--name GLOB [--interval D] [--format table|json]
- * [--duration D] [--counters PROVIDER]... */
+ * [--duration D] [--counters PROVIDER]... [--meters METER[,...]]... */
 static int cmd_view(enum view_kind kind, int argc, char **argv)
 {
-	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
-	                                     {"name", required_argument, NULL, 'n'},
-	                                     {"interval", required_argument, NULL, 'i'},
-	                                     {"format", required_argument, NULL, 'f'},
-	                                     {"duration", required_argument, NULL, 'D'},
-	                                     {"counters", required_argument, NULL, 'c'},
-	                                     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {
+	    {"pid", required_argument, NULL, 'p'},      {"name", required_argument, NULL, 'n'},
+	    {"interval", required_argument, NULL, 'i'}, {"format", required_argument, NULL, 'f'},
+	    {"duration", required_argument, NULL, 'D'}, {"counters", required_argument, NULL, 'c'},
+	    {"meters", required_argument, NULL, 'm'},   {NULL, 0, NULL, 0}};
 	const char *cmd = kind == VIEW_GC ? "gc" : "counters";
 	struct view_options o;
 	char err[512];
@@ -364,7 +364,7 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 	o.interval_ns = DW_DEFAULT_VIEW_INTERVAL_NS;
 	o.json = !isatty(STDOUT_FILENO);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:n:i:f:D:c:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:n:i:f:D:c:m:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (pid_option(optarg, &o.pid) < 0)
@@ -402,6 +402,24 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 			}
 			o.providers[o.n_providers++] = optarg;
 			break;
+		case 'm':
+			for (const char *m = optarg; *m;) {
+				size_t len = strcspn(m, ",;");
+				if (len >= CATALOG_NAME_MAX || o.n_meters == SESSION_MAX_METERS ||
+				    (len &&
+				     strspn(m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") <
+				         len)) {
+					log_error("--meters: at most %d meter names of letters, digits and ._-, "
+					          "','-separated, "
+					          "not \"%s\"",
+					          SESSION_MAX_METERS, optarg);
+					return DW_EXIT_USAGE;
+				}
+				if (len)
+					snprintf(o.meters[o.n_meters++], CATALOG_NAME_MAX, "%.*s", (int)len, m);
+				m += len + (m[len] != '\0');
+			}
+			break;
 		default:
 			return DW_EXIT_USAGE;
 		}
@@ -411,8 +429,8 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 		log_error("%s needs --pid PID or --name NAME (a glob on the process name), not both", cmd);
 		return DW_EXIT_USAGE;
 	}
-	if (kind == VIEW_GC && o.n_providers) {
-		log_error("--counters is for dumpwatch counters");
+	if (kind == VIEW_GC && (o.n_providers || o.n_meters)) {
+		log_error("--counters and --meters are for dumpwatch counters");
 		return DW_EXIT_USAGE;
 	}
 	return view_run(&o);

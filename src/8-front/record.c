@@ -37,8 +37,8 @@ int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs,
 	/* The providers a session with these needs subscribes to, System.Runtime's
 	 * counters at 1 s, and the meters on top. */
 	struct session_subscription sub = {.needs = needs, .counter_interval_ms = 1000};
-	struct ipc_provider provs[SESSION_MAX_PROVIDERS + 1];
-	char cargs[64], margs[1024];
+	struct ipc_provider provs[SESSION_MAX_PROVIDERS];
+	char args[SESSION_ARGS_MAX];
 	size_t n = 0;
 	uint64_t session;
 	uint8_t buf[65536];
@@ -50,21 +50,27 @@ int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs,
 	const struct ipc_endpoint ep = discovery_endpoint(&t);
 	if (needs & NEED_COUNTERS)
 		snprintf(sub.counter_providers[sub.n_counter_providers++], CATALOG_NAME_MAX, "System.Runtime");
-	n = session_providers(&sub, provs, cargs, sizeof(cargs));
-	if (meters) {
-		/* TimeSeriesValues (0x2): the values, the instruments' begin
-		 * and end, and the errors. */
-		if (strchr(meters, '=') || strchr(meters, '\n') ||
-		    snprintf(margs, sizeof(margs),
-		             "SessionId=dumpwatch-record-%d;Metrics=%s;RefreshInterval=1;MaxTimeSeries=1000;"
-		             "MaxHistograms=20",
-		             (int)getpid(), meters) >= (int)sizeof(margs)) {
-			snprintf(err, errlen,
-			         "--meters: write Meter or Meter\\instrument, ';'-separated, in under 900 characters");
+	for (const char *m = meters; m && *m;) {
+		char one[CATALOG_NAME_MAX];
+		size_t len = strcspn(m, ",;");
+		if (len >= sizeof(one)) {
+			snprintf(err, errlen, "--meters: a meter's name is too long (at most %d characters)",
+			         CATALOG_NAME_MAX - 1);
 			return -EINVAL;
 		}
-		provs[n++] = (struct ipc_provider){0x2, 4, "System.Diagnostics.Metrics", margs};
+		memcpy(one, m, len);
+		one[len] = '\0';
+		if (len > 0 && (r = session_subscription_add_meter(&sub, one)) < 0) {
+			snprintf(err, errlen,
+			         r == -ENOSPC
+			             ? "--meters: at most %d meters"
+			             : "--meters: write Meter or Meter\\instrument, ','-separated (at most %d)",
+			         SESSION_MAX_METERS);
+			return -EINVAL;
+		}
+		m += len + (m[len] != '\0');
 	}
+	n = session_providers(&sub, provs, args, sizeof(args));
 	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (out < 0) {
 		r = -errno;

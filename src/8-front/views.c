@@ -261,8 +261,73 @@ static void print_counters_json(struct vproc *p, int64_t now)
 		json_object_object_add(cj, key, one);
 	}
 	json_object_object_add(j, "counters", cj);
+	struct json_object *mj2 = json_object_new_array();
+	struct meters_series ms;
+	for (size_t i = 0; meters_series_at(metrics_meters(m), i, &ms); i++) {
+		static const char *const pn[3] = {"p50", "p95", "p99"};
+		struct json_object *one = json_object_new_object();
+		json_object_object_add(one, "meter", json_object_new_string(ms.meter));
+		json_object_object_add(one, "instrument", json_object_new_string(ms.instrument));
+		json_object_object_add(one, "tags", json_object_new_string(ms.tags));
+		json_object_object_add(one, "kind", json_object_new_string(meters_kind_name(ms.kind)));
+		json_object_object_add(one, "unit", json_object_new_string(ms.unit));
+		if (ms.has_value)
+			json_object_object_add(one, "value", jnum(ms.value, 0));
+		if (ms.has_rate)
+			json_object_object_add(one, "rate_per_s", jnum(ms.rate, 0));
+		for (int q = 0; q < 3; q++)
+			if (ms.has_p[q])
+				json_object_object_add(one, pn[q], jnum(ms.p[q], 0));
+		if (ms.has_count) {
+			json_object_object_add(one, "count", json_object_new_int64(ms.count));
+			json_object_object_add(one, "sum", jnum(ms.sum, 0));
+		}
+		json_object_array_add(mj2, one);
+	}
+	json_object_object_add(j, "meters", mj2);
 	jsonl_print(stdout, j);
 	json_object_put(j);
+}
+
+/* The instruments' series: one row each, grouped by meter, with what its
+ * kind publishes, in the instrument's unit. */
+static void print_meters_table(const struct meters *ms)
+{
+	struct meters_series x;
+	const char *meter = NULL;
+	char e1[4 * EV_NAME_MAX + 1], e2[4 * EV_METER_TAGS_MAX + 1], e3[4 * EV_UNITS_MAX + 1], line[256];
+
+	for (size_t i = 0; meters_series_at(ms, i, &x); i++) {
+		size_t off = 0;
+		if (!meter || strcmp(meter, x.meter) != 0) {
+			meter = x.meter;
+			printf("  %s (meter)\n", text_escape_str(meter, e1, sizeof(e1)));
+		}
+		line[0] = '\0';
+		if (x.kind == EV_METER_HISTOGRAM) {
+			static const char *const pn[3] = {"p50", "p95", "p99"};
+			for (int q = 0; q < 3; q++)
+				if (x.has_p[q] && off < sizeof(line))
+					off += (size_t)snprintf(line + off, sizeof(line) - off, "%s %.6g  ", pn[q],
+					                        x.p[q]);
+			if (x.has_count && off < sizeof(line))
+				snprintf(line + off, sizeof(line) - off, "count %lld  sum %.6g", (long long)x.count,
+				         x.sum);
+		} else if (x.kind == EV_METER_GAUGE) {
+			if (x.has_value)
+				snprintf(line, sizeof(line), "%.6g", x.value);
+		} else {
+			if (x.has_value)
+				off = (size_t)snprintf(line, sizeof(line), "%.6g  ", x.value);
+			if (x.has_rate && off < sizeof(line))
+				snprintf(line + off, sizeof(line) - off, "%+.6g/s", x.rate);
+		}
+		printf("    %-28s %-15s %s %s", text_escape_str(x.instrument, e1, sizeof(e1)), meters_kind_name(x.kind),
+		       line[0] ? line : "-", text_escape_str(x.unit, e3, sizeof(e3)));
+		if (x.tags[0])
+			printf("  [%s]", text_escape_str(x.tags, e2, sizeof(e2)));
+		putchar('\n');
+	}
 }
 
 /* Names, versions, counter names and units come from the process: each is
@@ -301,6 +366,7 @@ static void print_counters_table(struct vproc *p, int64_t now)
 		printf("    %-28s %16.6g %s\n", text_escape_str(c.name, e2, sizeof(e2)), c.value,
 		       text_escape_str(c.units, e3, sizeof(e3)));
 	}
+	print_meters_table(metrics_meters(m));
 }
 
 static void print_counters(struct view *v, int64_t now)
@@ -418,6 +484,8 @@ static int follow(struct view *v, const struct dn_target *t, char *err, size_t e
 		     i++)
 			snprintf(sub.counter_providers[sub.n_counter_providers++], CATALOG_NAME_MAX, "%s",
 			         v->o->providers[i]);
+		for (size_t i = 0; i < v->o->n_meters; i++)
+			session_subscription_add_meter(&sub, v->o->meters[i]);
 	}
 	p->v = v;
 	p->pid = t->pid;
