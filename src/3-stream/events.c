@@ -649,8 +649,8 @@ static int invariant_number(const char *s, double *out)
 	return end == buf + n && errno != ERANGE;
 }
 
-/* "0.5=1.2;0.95=3;0.99=4" into the quantile arrays; pairs that do not read
- * are skipped. */
+/* "0.5=1.2;0.95=3;0.99=4" (or with decimal commas) into the quantile
+ * arrays; pairs that do not read are skipped. */
 static void parse_quantiles(const char *s, struct ev_meter *m)
 {
 	char pair[128];
@@ -664,6 +664,15 @@ static void parse_quantiles(const char *s, struct ev_meter *m)
 			double q, v;
 			if (eq) {
 				*eq = '\0';
+				/* Runtimes before the invariant culture was asked for
+				 * wrote these with the process's: "0,5=1,25". Nothing
+				 * else in a pair is a comma. */
+				for (char *c = pair; *c; c++)
+					if (*c == ',')
+						*c = '.';
+				for (char *c = eq + 1; *c; c++)
+					if (*c == ',')
+						*c = '.';
 				if (invariant_number(pair, &q) && invariant_number(eq + 1, &v)) {
 					m->quantile[m->n_quantiles] = q;
 					m->qvalue[m->n_quantiles++] = v;

@@ -359,7 +359,10 @@ static int parse_comparison(const char *p, struct rule_cond *cp, char *err, size
 	else
 		r = units_parse_value(part, c.metric.unit, &c.threshold, uerr, sizeof(uerr));
 	if (r < 0) {
-		snprintf(err, errlen, "%s (%s %s)", uerr, q1, unit_phrase(c.metric.unit));
+		if (c.metric.id == M_METER)
+			snprintf(err, errlen, "%s", uerr);
+		else
+			snprintf(err, errlen, "%s (%s %s)", uerr, q1, unit_phrase(c.metric.unit));
 		return r;
 	}
 	p = skip_space(start + n);
@@ -409,6 +412,8 @@ static int parse_meter(const char *p, struct rule_cond *c, char *err, size_t err
 	if (*p == '[') {
 		const char *close = strchr(p, ']');
 		p = close ? close + 1 : p + strlen(p);
+		while (*p && !is_space(*p) && !strchr("<>=!", *p))
+			p++; /* for catalog_meter to refuse */
 	}
 	n = (size_t)(p - start);
 	memcpy(spec, start, n);

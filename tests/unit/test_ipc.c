@@ -763,6 +763,29 @@ static void reply_error(struct bytes *x, uint32_t hr)
 	b_done(x);
 }
 
+/* A CollectTracing op keeps every provider's arguments whole (a meters
+ * subscription's run to hundreds of bytes), and refuses, not cuts, what does
+ * not fit. */
+static void test_op_args(void)
+{
+	static struct ipc_op op;
+	static char a[1500], b[IPC_OP_ARGS_MAX];
+	const struct ipc_endpoint ep = {.path = "/nonexistent/dumpwatch-test.sock", .pid = 1, .uid = 0};
+	struct ipc_provider provs[2] = {{0, 4, "System.Runtime", "EventCounterIntervalSec=1"},
+	                                {0x2, 4, "System.Diagnostics.Metrics", a}};
+
+	memset(a, 'm', sizeof(a) - 1);
+	ipc_op_collect_tracing(&op, &ep, provs, 2, 16, 100);
+	CHECK(op.n_providers == 2 && strcmp(op.providers[0].args, "EventCounterIntervalSec=1") == 0 &&
+	      strcmp(op.providers[1].args, a) == 0 && op.providers[1].args != a);
+	ipc_op_clear(&op);
+	memset(b, 'm', sizeof(b) - 1);
+	provs[1].args = b;
+	CHECK(ipc_op_collect_tracing(&op, &ep, provs, 2, 16, 100) == -E2BIG);
+	CHECK(strstr(op.err, "the providers' arguments exceed") != NULL);
+	ipc_op_clear(&op);
+}
+
 static void test_fake_runtime(void)
 {
 	char path[600], err[512];
@@ -933,6 +956,7 @@ static void test_fake_runtime(void)
 
 int main(void)
 {
+	test_op_args();
 	/* SIGPIPE stays fatal: the library must never raise it (MSG_NOSIGNAL). */
 	test_spec_example();
 	test_collect_tracing();

@@ -118,6 +118,26 @@ static const struct bad_cond bad_conds[] = {
     {"exception 'Timeout*", -EINVAL, "quote is not closed"},
     {"exception Timeout* >= 3 in 1m please", -EINVAL, "unexpected \"please\": an exception condition is"},
     {"exception Timeout* message '\x01'", -EINVAL, "holds a control character"},
+    {"meter", -EINVAL, "write an instrument as Meter.Name/instrument.name[tag=value,...]"},
+    {"meter > 5", -EINVAL, "write an instrument as Meter.Name/instrument.name"},
+    {"meter Shop > 5", -EINVAL, "\"Shop\": write an instrument as Meter.Name/instrument.name"},
+    {"meter Shop/ > 5", -EINVAL, "write an instrument as"},
+    {"meter /orders > 5", -EINVAL, "write an instrument as"},
+    {"meter Sh$op/orders > 5", -EINVAL, "write an instrument as"},
+    {"meter Shop/orders p90 > 5", -EINVAL, "unknown statistic \"p90\" of a meter: use value, rate, p50, p95, p99"},
+    {"meter Shop/orders rate", -EINVAL, "missing operator after \"meter Shop/orders rate\""},
+    {"meter Shop/orders rate >", -EINVAL, "missing value after the operator"},
+    {"meter Shop/orders == 5", -EINVAL, "operator \"==\" is not supported"},
+    {"meter Shop/orders > 5 parsecs", -EINVAL, "a meter's threshold is a number in the instrument's own unit"},
+    {"meter Shop/orders count > 2s", -EINVAL, "a plain number is needed here"},
+    {"meter Shop/orders[route] > 5", -EINVAL, "a meter's tag filter is [key=value,...]"},
+    {"meter Shop/orders[=x] > 5", -EINVAL, "a meter's tag filter is [key=value,...]"},
+    {"meter Shop/orders[route=/a > 5", -EINVAL, "a meter's tag filter must end with ']'"},
+    {"meter Shop/orders[route=/a]x > 5", -EINVAL, "nothing may follow the tag filter's ']'"},
+    {"meter Shop/orders[route=\x01] > 5", -EINVAL, "must end with ']'"},
+    {"meter Shop/orders > 5 for", -EINVAL, "\"for\" needs a duration"},
+    {"meter Shop/orders > 5 in 1m", -EINVAL, "a meter's threshold is a number"},
+    {"meter Shop/orders > 5s now", -EINVAL, "unexpected \"now\" at the end"},
 };
 
 static void test_good(void)
@@ -370,8 +390,71 @@ static void test_exceptions(void)
 	CHECK_STR(name, "exception-TimeoutException-message-pool-ge-3-in-1m");
 }
 
+/* The meter condition: instrument, tags, statistic, the threshold's unit. */
+static void test_meter_conds(void)
+{
+	struct rule_cond c;
+	char err[256];
+
+	CHECK(rule_cond_parse("meter Microsoft.AspNetCore.Hosting/http.server.request.duration[http.route=/api/orders] "
+	                      "p99 > 2s for 30s",
+	                      &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.id == M_METER && c.metric.needs == NEED_METERS && !c.metric.is_event);
+	CHECK_STR(c.metric.provider, "Microsoft.AspNetCore.Hosting");
+	CHECK_STR(c.metric.counter, "http.server.request.duration");
+	CHECK_STR(c.metric.tags, "http.route=/api/orders");
+	CHECK(c.metric.stat == MS_P99 && c.metric.unit == UNIT_MS && c.threshold == 2000 && c.for_ns == 30 * S);
+	CHECK(c.op == COND_GT);
+	CHECK_STR(c.metric.name,
+	          "meter Microsoft.AspNetCore.Hosting/http.server.request.duration[http.route=/api/orders] p99");
+
+	/* The statistic defaults to value; the threshold's unit is how it is written. */
+	CHECK(rule_cond_parse("meter Shop/queue.depth >= 100", &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.stat == MS_VALUE && c.metric.unit == UNIT_NONE && c.threshold == 100 && c.op == COND_GE);
+	CHECK_STR(c.metric.tags, "");
+	CHECK_STR(c.metric.name, "meter Shop/queue.depth value");
+	CHECK(rule_cond_parse("meter Shop/heap value > 1.5GiB", &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.unit == UNIT_BYTES && c.threshold == 1.5 * 1073741824.0);
+	CHECK(rule_cond_parse("meter Shop/bytes.sent RATE > 5MB/s", &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.stat == MS_RATE && c.metric.unit == UNIT_BYTES_PER_SEC && c.threshold == 5e6);
+	CHECK(rule_cond_parse("meter Shop/orders rate > 600/min", &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.unit == UNIT_PER_SEC && c.threshold == 10);
+	CHECK(rule_cond_parse("meter Shop/cpu > 90%", &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.unit == UNIT_PERCENT && c.threshold == 90);
+	CHECK(rule_cond_parse("meter Shop/balance < -5", &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.unit == UNIT_NONE && c.threshold == -5 && c.op == COND_LT);
+	CHECK(rule_cond_parse("meter Shop/latency count>=10", &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.stat == MS_COUNT && c.metric.unit == UNIT_COUNT && c.threshold == 10);
+	CHECK(rule_cond_parse("meter Shop/latency sum below 1m", &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.stat == MS_SUM && c.op == COND_LT && c.metric.unit == UNIT_MS && c.threshold == 60000);
+	CHECK(rule_cond_parse("meter Shop/latency p50 above 100ms", &c, err, sizeof(err)) == 0);
+	CHECK(c.metric.stat == MS_P50 && c.op == COND_GT && c.threshold == 100);
+	/* Tag filters: spaces dropped, globs, several, a value with spaces and '='. */
+	CHECK(rule_cond_parse("meter Shop/orders[ route = /api/* , method=GET ] rate > 1", &c, err, sizeof(err)) == 0);
+	CHECK_STR(c.metric.tags, "route=/api/*,method=GET");
+	CHECK(rule_cond_parse("meter Shop/orders[q=a b=c] > 1", &c, err, sizeof(err)) == 0);
+	CHECK_STR(c.metric.tags, "q=a b=c");
+	/* An instrument name may hold '/'. */
+	CHECK(rule_cond_parse("meter Shop/orders/placed > 1", &c, err, sizeof(err)) == 0);
+	CHECK_STR(c.metric.counter, "orders/placed");
+	/* A long spec is kept whole in its fields; the name is cut. */
+	char text[RULE_TEXT_MAX], inst[121];
+	memset(inst, 'i', 120);
+	inst[120] = '\0';
+	snprintf(text, sizeof(text), "meter Shop/%s[k=%.90s] p95 > 1s", inst, inst);
+	CHECK(rule_cond_parse(text, &c, err, sizeof(err)) == 0);
+	CHECK(strlen(c.metric.counter) == 120 && strlen(c.metric.tags) == 92);
+	CHECK(strlen(c.metric.name) == CATALOG_NAME_MAX - 1);
+	char name[RULE_NAME_MAX];
+	rule_name_from_text("meter Shop/latency[route=/api/orders] p99 > 2s", name, sizeof(name));
+	CHECK_STR(name, "meter-Shop-latency-route-api-orders-p99-gt-2s");
+	/* "meters" is not the keyword. */
+	CHECK(rule_cond_parse("meters Shop/x > 1", &c, err, sizeof(err)) == -ENOENT);
+}
+
 int main(void)
 {
+	test_meter_conds();
 	test_exceptions();
 	test_good();
 	test_bad();

@@ -1,5 +1,7 @@
 /* Unit tests of what a session subscribes to: only what its rules need. */
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "dumpwatch/catalog.h"
@@ -10,7 +12,7 @@ int main(void)
 {
 	struct session_subscription sub;
 	struct ipc_provider p[SESSION_MAX_PROVIDERS];
-	char args[64];
+	char args[SESSION_ARGS_MAX];
 
 	memset(&sub, 0, sizeof(sub));
 	sub.needs = NEED_GC;
@@ -65,5 +67,65 @@ int main(void)
 	/* Nothing needed, nothing subscribed. */
 	memset(&sub, 0, sizeof(sub));
 	CHECK(session_providers(&sub, p, args, sizeof(args)) == 0);
+
+	/* Meters: System.Diagnostics.Metrics in the shared session, each call
+	 * with an identifier of its own, beside the counters' arguments. */
+	memset(&sub, 0, sizeof(sub));
+	sub.counter_interval_ms = 1000;
+	snprintf(sub.counter_providers[sub.n_counter_providers++], CATALOG_NAME_MAX, "System.Runtime");
+	CHECK(session_subscription_add_meter(&sub, "Shop") == 0);
+	CHECK(session_subscription_add_meter(&sub, "Microsoft.AspNetCore.Hosting") == 0);
+	CHECK(session_subscription_add_meter(&sub, "Shop") == 0 && sub.n_meters == 2);
+	CHECK(session_subscription_add_meter(&sub, "Bad;Name") == -EINVAL);
+	CHECK(session_subscription_add_meter(&sub, "Bad=Name") == -EINVAL);
+	CHECK(session_subscription_add_meter(&sub, "") == -EINVAL);
+	CHECK(sub.needs == NEED_METERS);
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 2);
+	CHECK_STR(p[0].args, "EventCounterIntervalSec=1");
+	CHECK_STR(p[1].name, "System.Diagnostics.Metrics");
+	CHECK(p[1].keywords == 0x2 && p[1].level == 4);
+	char want[256], first[256];
+	snprintf(first, sizeof(first), "%s", p[1].args);
+	CHECK_MSG(sscanf(first, "SessionId=SHARED;ClientId=dumpwatch-%*d-%*u;SharedIdentifier=dumpwatch-%*d-%*u;%255s",
+	                 want) == 1 &&
+	              strcmp(want, "Metrics=Shop,Microsoft.AspNetCore.Hosting;RefreshInterval=1;MaxTimeSeries=1000;"
+	                           "MaxHistograms=10") == 0,
+	          "%s", first);
+	snprintf(want, sizeof(want), "ClientId=dumpwatch-%d-", (int)getpid());
+	CHECK(strstr(first, want) != NULL);
+	session_providers(&sub, p, args, sizeof(args));
+	CHECK(strcmp(first, p[1].args) != 0); /* a new identifier */
+	/* The interval: the counters', at least 100 ms; fractions with an exponent. */
+	sub.counter_interval_ms = 250;
+	session_providers(&sub, p, args, sizeof(args));
+	CHECK(strstr(p[1].args, ";RefreshInterval=250E-3;") != NULL && session_meter_interval_ns(&sub) == 250000000);
+	sub.counter_interval_ms = 50;
+	session_providers(&sub, p, args, sizeof(args));
+	CHECK(strstr(p[1].args, ";RefreshInterval=100E-3;") != NULL && session_meter_interval_ns(&sub) == 100000000);
+	sub.counter_interval_ms = 5000;
+	session_providers(&sub, p, args, sizeof(args));
+	CHECK(strstr(p[1].args, ";RefreshInterval=5;") != NULL);
+	/* Without counters, the meters alone. */
+	sub.n_counter_providers = 0;
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 1 &&
+	      strcmp(p[0].name, "System.Diagnostics.Metrics") == 0);
+	/* Too little room: not subscribed rather than cut. */
+	CHECK(session_providers(&sub, p, args, 40) == 0);
+	/* A rule's meters come with it, once each. */
+	struct rule r;
+	char err[256];
+	memset(&r, 0, sizeof(r));
+	memset(&sub, 0, sizeof(sub));
+	CHECK(rule_cond_parse("meter Shop/latency p99 > 2s", &r.conds[0], err, sizeof(err)) == 0);
+	CHECK(rule_cond_parse("meter Shop/orders rate > 5", &r.conds[1], err, sizeof(err)) == 0);
+	CHECK(rule_cond_parse("loh-size > 1MB", &r.conds[2], err, sizeof(err)) == 0);
+	r.n_conds = 3;
+	session_subscription_add(&sub, &r);
+	CHECK(sub.n_meters == 1 && strcmp(sub.meters[0], "Shop") == 0 && (sub.needs & NEED_METERS) &&
+	      (sub.needs & NEED_GC));
+	struct session_subscription other = sub;
+	CHECK(session_subscription_equal(&sub, &other));
+	snprintf(other.meters[0], CATALOG_NAME_MAX, "Shop2");
+	CHECK(!session_subscription_equal(&sub, &other));
 	return check_done();
 }
