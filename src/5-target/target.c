@@ -1181,10 +1181,10 @@ static void meter_error(struct target *t, const struct ev_meter *m)
 	} kinds[] = {
 	    {"MultipleSessionsNotSupportedError",
 	     "another tool holds the process's only metrics session (a runtime before .NET 8, or a tool that does not "
-	     "share it): meter rules get no values until it ends"},
+	     "share it): meter rules get no values in this attachment"},
 	    {"MultipleSessionsConfiguredIncorrectlyError",
-	     "the shared metrics session runs with other settings than dumpwatch's (the interval is "
-	     "--counter-interval): meter rules get no values until it ends"},
+	     "another tool runs the process's shared metrics session with other settings than dumpwatch's (its "
+	     "interval is --counter-interval): meter rules get no values in this attachment"},
 	    {"TimeSeriesLimitReached",
 	     "the shared session's 1000 time series are taken: new tag sets are not published"},
 	    {"HistogramLimitReached", "the shared session's 10 histograms are taken: more are not published"},
@@ -1234,10 +1234,13 @@ static void meter_fit(struct target *t, const struct ev_meter *m)
 				tr->meter_warned[c] = 1;
 			} else if (meters_unit_mismatch(ms, &rc->metric, &what)) {
 				log_warn("pid %d (%s): rule %s: %s/%s is measured in \"%s\", which is not %s: \"%s\" "
-				         "never holds; "
-				         "write the threshold as a plain number in its unit",
+				         "never holds; write the threshold as a plain number in its unit",
 				         (int)t->dt.pid, t->name, tr->fr.rule.name, m->meter, m->instrument, what,
-				         units_name(rc->metric.unit), rc->text);
+				         rc->metric.unit == UNIT_MS              ? "a duration"
+				         : rc->metric.unit == UNIT_BYTES         ? "a size"
+				         : rc->metric.unit == UNIT_BYTES_PER_SEC ? "bytes per second"
+				                                                 : "a percentage or a ratio",
+				         rc->text);
 				tr->meter_warned[c] = 1;
 			}
 		}
