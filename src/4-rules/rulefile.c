@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/defaults.h"
@@ -603,6 +604,15 @@ static int parse_cond_object(struct ctx *c, int node, struct json_object *obj, s
 	}
 	if (get_string(c, &f[CK_METRIC], "metric", name, sizeof(name)) < 0)
 		return -1;
+	if (strncasecmp(name, "meter ", 6) == 0 || strncasecmp(name, "exception ", 10) == 0 ||
+	    strcasecmp(name, "exception") == 0) {
+		diag(c, K_COND, val_off(c, f[CK_METRIC].node),
+		     "a %s condition is written as a string, as in \"when\": \"%s\"",
+		     name[0] == 'm' || name[0] == 'M' ? "meter" : "exception",
+		     name[0] == 'm' || name[0] == 'M' ? "meter Meter.Name/instrument p99 > 2s for 30s"
+		                                      : "exception TimeoutException* >= 3 in 1m");
+		return -1;
+	}
 	if (catalog_resolve(name, &rc.metric, err, sizeof(err)) < 0) {
 		diag(c, K_COND, val_off(c, f[CK_METRIC].node), "%s", err);
 		return -1;

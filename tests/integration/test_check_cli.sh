@@ -20,6 +20,7 @@ chmod 0755 "$T"
 cd "$T"
 "$DUMPWATCH" check examples >"$T/out" 2>"$T/err" || fail "examples/ do not check"
 grep -qx 'examples/loh-balloon.json: 1 rule OK' "$T/out" || fail "no OK line for loh-balloon.json"
+grep -qx 'examples/meters.json: 4 rules OK' "$T/out" || fail "no OK line for meters.json: $(cat "$T/out")"
 grep -qx 'examples/exceptions-and-native-memory.json: 4 rules OK' "$T/out" ||
 	fail "no OK line for exceptions-and-native-memory.json"
 [ ! -s "$T/err" ] || fail "messages for good files"
@@ -41,6 +42,10 @@ expect bad-unknown-key.json 'bad-unknown-key.json:4:3: unknown key "limit" in ru
 expect bad-syntax.json 'bad-syntax.json:4:1: invalid JSON: unexpected character'
 expect bad-exception.json \
 	'bad-exception.json:5:5: an exception condition counts in a window: write "in 1m", not "for"'
+expect bad-meter.json \
+	"bad-meter.json:5:5: a meter's tag filter must end with ']' (values hold no ',' ']' or control character)"
+expect bad-meter-object.json \
+	'bad-meter-object.json:3:23: a meter condition is written as a string, as in "when": "meter Meter.Name/instrument p99 > 2s for 30s"'
 expect bad-above-below.json \
 	'bad-above-below.json:3:51: condition has both "above" and "below"; give one (two conditions make a range)'
 
