@@ -154,6 +154,15 @@ struct ev_record {
  * holds a sentence naming the event and what was wrong. */
 int events_decode(const struct nettrace_event *ev, int pointer_size, struct ev_record *out, char *err, size_t errlen);
 
+/* GCJoin_V2: not decoded, but the GC raises its verbose events (allocation
+ * ticks) only while this one is enabled. */
+#define EV_ID_GC_JOIN_V2 203
+
+/* The ids of the runtime provider's events that events_decode decodes (GC,
+ * allocation tick, AppDomain, ExceptionThrown): what a session asks for
+ * when the runtime can filter by event id. *n is set to their number. */
+const uint32_t *events_runtime_ids(size_t *n);
+
 /* The runtime's event names, for logs: "GCStart", "GCHeapStats", "EventCounters",
  * "none" for EV_NONE, "unknown" for a value outside the enum. */
 const char *events_type_name(enum ev_type type);

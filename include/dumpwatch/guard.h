@@ -25,6 +25,7 @@ struct guard_options {
 	const char *state_dir;    /* NULL: limits are not kept across restarts */
 	enum dump_via via;
 	uint32_t counter_interval_ms;
+	int all_events;           /* --all-events: no filter by event id (.NET 10) */
 	int64_t history_ns;       /* metric history for dump contexts; 0: the default */
 	int64_t proc_interval_ns; /* polls of /proc; 0: the default */
 	int verbose;

@@ -44,6 +44,11 @@ struct ipc_provider {
 	uint32_t level;
 	const char *name;
 	const char *args; /* "k=v;k=v" or NULL */
+	/* CollectTracing5 (.NET 10): only these event ids of the keywords and
+	 * level above; none (n_event_ids 0): every one. Older commands carry no
+	 * filter, so there the keywords and level alone decide. */
+	const uint32_t *event_ids;
+	uint32_t n_event_ids;
 };
 
 /* Request builders. Each fills a complete message (header included) into out,
@@ -118,6 +123,7 @@ enum ipc_op_kind { IPC_OP_PROCESS_INFO = 1, IPC_OP_COLLECT_TRACING, IPC_OP_STOP_
 
 #define IPC_OP_MAX_PROVIDERS 18
 #define IPC_OP_ARGS_MAX 4096
+#define IPC_MAX_EVENT_IDS 32
 
 struct ipc_op {
 	enum ipc_op_kind kind;
@@ -142,6 +148,7 @@ struct ipc_op {
 	struct ipc_provider providers[IPC_OP_MAX_PROVIDERS];
 	char names[IPC_OP_MAX_PROVIDERS][256];
 	char args[IPC_OP_ARGS_MAX]; /* the providers' arguments, one after another */
+	uint32_t event_ids[IPC_OP_MAX_PROVIDERS][IPC_MAX_EVENT_IDS];
 	uint64_t stop_session;
 	/* results */
 	struct ipc_process_info info; /* ProcessInfo */

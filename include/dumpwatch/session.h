@@ -23,6 +23,7 @@
 struct session_subscription {
 	unsigned needs;               /* NEED_* of catalog.h */
 	uint32_t counter_interval_ms; /* EventCounterIntervalSec in ms; 0: 1000 */
+	int all_events;               /* no filter by event id: every event of the keywords and level */
 	size_t n_counter_providers;
 	char counter_providers[SESSION_MAX_COUNTER_PROVIDERS][CATALOG_NAME_MAX];
 	/* System.Diagnostics.Metrics: the meters whose instruments are

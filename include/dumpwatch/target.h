@@ -56,6 +56,7 @@ struct target_config {
 	int64_t dump_timeout_ns;
 	const char *createdump; /* --createdump, or NULL */
 	uint32_t counter_interval_ms;
+	int all_events;           /* subscribe to every event of the keywords, not only the decoded ones */
 	int verbose;              /* print events on stdout */
 	int pid_prefix;           /* verbose lines start with the pid (many targets) */
 	int retry;                /* attach again after a failure, backing off */

@@ -23,6 +23,7 @@ struct watch_options {
 	const char *journal_path; /* NULL: no journal */
 	int verbose;              /* print metrics as they arrive, on stdout */
 	uint32_t counter_interval_ms;
+	int all_events;            /* --all-events: no filter by event id (.NET 10) */
 	int64_t history_ns;        /* metric history for dump contexts; 0: the default */
 	int64_t proc_interval_ns;  /* polls of /proc; 0: the default */
 	struct store_limits store; /* disk guards checked before every dump */

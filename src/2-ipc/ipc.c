@@ -172,7 +172,9 @@ static int msg_end(struct ipc_buf *out, int r)
 }
 
 /* The provider array of every CollectTracing version; CollectTracing5 adds an
- * event filter per provider: "u8 enable = 0, u32 count = 0" disables nothing. */
+ * event filter per provider: u8 enable, u32 count, count x u32 event id.
+ * With enable 1 the ids are the only ones allowed (of the keywords and
+ * level); "enable 0, count 0" disables nothing. */
 static int put_providers(struct ipc_buf *out, const struct ipc_provider *providers, size_t n, int with_filter)
 {
 	int r;
@@ -185,8 +187,13 @@ static int put_providers(struct ipc_buf *out, const struct ipc_provider *provide
 		if ((r = put_u64(out, p->keywords)) < 0 || (r = put_u32(out, p->level)) < 0 ||
 		    (r = put_string(out, p->name)) < 0 || (r = put_string(out, p->args)) < 0)
 			return r;
-		if (with_filter && ((r = put_u8(out, 0)) < 0 || (r = put_u32(out, 0)) < 0))
+		if (!with_filter)
+			continue;
+		if ((r = put_u8(out, p->n_event_ids ? 1 : 0)) < 0 || (r = put_u32(out, p->n_event_ids)) < 0)
 			return r;
+		for (uint32_t k = 0; k < p->n_event_ids; k++)
+			if ((r = put_u32(out, p->event_ids[k])) < 0)
+				return r;
 	}
 	return 0;
 }
@@ -201,7 +208,8 @@ int ipc_build_collect_tracing(int version, uint32_t buffer_mb, const struct ipc_
 	if (version < 1 || version > 5 || buffer_mb == 0 || n == 0 || n > EP_MAX_PROVIDERS || !providers)
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
-		if (!providers[i].name || !providers[i].name[0] || providers[i].level > 5)
+		if (!providers[i].name || !providers[i].name[0] || providers[i].level > 5 ||
+		    (providers[i].n_event_ids && !providers[i].event_ids))
 			return -EINVAL;
 
 	r = msg_begin(out, IPC_SET_EVENTPIPE, (uint8_t)(EP_COLLECT_TRACING + version - 1));
@@ -1012,6 +1020,17 @@ int ipc_op_collect_tracing(struct ipc_op *op, const struct ipc_endpoint *ep, con
 	size_t used = 0;
 	for (size_t i = 0; i < n; i++) {
 		op->providers[i] = providers[i];
+		if (providers[i].n_event_ids > IPC_MAX_EVENT_IDS) {
+			op->kind = IPC_OP_COLLECT_TRACING;
+			snprintf(op->err, sizeof(op->err), "CollectTracing: at most %d event ids per provider",
+			         IPC_MAX_EVENT_IDS);
+			op->phase = OP_DONE;
+			return -EINVAL;
+		}
+		if (providers[i].n_event_ids) {
+			memcpy(op->event_ids[i], providers[i].event_ids, providers[i].n_event_ids * sizeof(uint32_t));
+			op->providers[i].event_ids = op->event_ids[i];
+		}
 		if (providers[i].name) {
 			snprintf(op->names[i], sizeof(op->names[i]), "%s", providers[i].name);
 			op->providers[i].name = op->names[i];

@@ -785,6 +785,16 @@ static int decode_meter(const struct nettrace_event *ev, const uint8_t *p, size_
 	return 1;
 }
 
+const uint32_t *events_runtime_ids(size_t *n)
+{
+	static uint32_t ids[sizeof(rt_layouts) / sizeof(rt_layouts[0])];
+
+	for (size_t i = 0; i < sizeof(rt_layouts) / sizeof(rt_layouts[0]); i++)
+		ids[i] = rt_layouts[i].id;
+	*n = sizeof(rt_layouts) / sizeof(rt_layouts[0]);
+	return ids;
+}
+
 int events_decode(const struct nettrace_event *ev, int pointer_size, struct ev_record *out, char *err, size_t errlen)
 {
 	const struct nettrace_metadata *m = ev->meta;

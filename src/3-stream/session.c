@@ -170,7 +170,8 @@ void session_subscription_add(struct session_subscription *sub, const struct rul
 int session_subscription_equal(const struct session_subscription *a, const struct session_subscription *b)
 {
 	if (a->needs != b->needs || a->counter_interval_ms != b->counter_interval_ms ||
-	    a->n_counter_providers != b->n_counter_providers || a->n_meters != b->n_meters)
+	    a->all_events != b->all_events || a->n_counter_providers != b->n_counter_providers ||
+	    a->n_meters != b->n_meters)
 		return 0;
 	for (size_t i = 0; i < a->n_meters; i++) {
 		int found = 0;
@@ -210,6 +211,27 @@ size_t session_providers(const struct session_subscription *sub, struct ipc_prov
 			out[n].keywords |= EV_KW_EXCEPTION;
 		out[n].name = EV_RUNTIME_PROVIDER;
 		out[n].args = NULL;
+		/* .NET 10 (CollectTracing5): of those keywords and that level,
+		 * only the events decoded; the others (the GC's mark and history
+		 * events, the catch and finally of exceptions, ...) are then not
+		 * written. The GC decides its own event level from whether
+		 * GCJoin_V2 is enabled (verbose) and GCStart (informational)
+		 * (gcenv.ee.cpp, UpdateGCEventStatus): without GCJoin_V2 it
+		 * would stop raising allocation ticks, so it stays in. */
+		size_t n_ids = 0;
+		if (!sub->all_events) {
+			static uint32_t ids[IPC_MAX_EVENT_IDS + 1];
+			const uint32_t *decoded = events_runtime_ids(&n_ids);
+			if (n_ids > IPC_MAX_EVENT_IDS - 1)
+				n_ids = IPC_MAX_EVENT_IDS - 1;
+			memcpy(ids, decoded, n_ids * sizeof(*ids));
+			if (sub->needs & NEED_ALLOC_TICKS)
+				ids[n_ids++] = EV_ID_GC_JOIN_V2;
+			out[n].event_ids = ids;
+		} else {
+			out[n].event_ids = NULL;
+		}
+		out[n].n_event_ids = (uint32_t)n_ids;
 		n++;
 	}
 	size_t used = 0;
@@ -223,6 +245,8 @@ size_t session_providers(const struct session_subscription *sub, struct ipc_prov
 		                       : snprintf(args, argslen, "EventCounterIntervalSec=%uE-3", ms);
 		used = w > 0 && (size_t)w < argslen ? (size_t)w + 1 : argslen;
 		for (size_t i = 0; i < sub->n_counter_providers && n < SESSION_MAX_COUNTER_PROVIDERS + 1; i++) {
+			out[n].event_ids = NULL;
+			out[n].n_event_ids = 0;
 			out[n].keywords = 0;
 			out[n].level = 4;
 			out[n].name = sub->counter_providers[i];
@@ -252,6 +276,8 @@ size_t session_providers(const struct session_subscription *sub, struct ipc_prov
 		             (int)getpid(), serial + 1, (int)getpid(), serial + 1, list, iv);
 		serial++;
 		if (w > 0 && (size_t)w < argslen - used) {
+			out[n].event_ids = NULL;
+			out[n].n_event_ids = 0;
 			out[n].keywords = 0x2;
 			out[n].level = 4;
 			out[n].name = "System.Diagnostics.Metrics";

@@ -400,6 +400,7 @@ static void build_subscription(const struct target *t, struct session_subscripti
 {
 	memset(sub, 0, sizeof(*sub));
 	sub->counter_interval_ms = t->cfg->counter_interval_ms ? t->cfg->counter_interval_ms : 1000;
+	sub->all_events = t->cfg->all_events;
 	for (size_t i = 0; i < t->n_rules; i++)
 		session_subscription_add(sub, &t->rules[i].fr.rule);
 }

@@ -676,6 +676,7 @@ int guard_run(const struct guard_options *o)
 	    .dump_timeout_ns = o->dump_timeout_ns,
 	    .createdump = o->createdump,
 	    .counter_interval_ms = o->counter_interval_ms,
+	    .all_events = o->all_events,
 	    .history_ns = o->history_ns,
 	    .proc_interval_ns = o->proc_interval_ns,
 	    .verbose = o->verbose,

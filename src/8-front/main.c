@@ -135,6 +135,8 @@ static void usage(FILE *f)
 	    "                           NAME.svg beside it (default %s; 1s to 1h)\n"
 	    "      --proc-interval D    how often rss, private-memory, swap, threads and fds are read from\n"
 	    "                           /proc (default %s; 10ms to 1m)\n"
+	    "      --all-events         subscribe to every event of the keywords the rules need, not only\n"
+	    "                           those dumpwatch reads (.NET 10 filters by event id; for comparison)\n"
 	    "      --launcher ID|off    show dumps on the desktop launcher entry ID (default %s; a sudo run\n"
 	    "                           shows them to the user who ran sudo)%s\n"
 	    "  -v, --verbose            print metrics as they arrive\n"
@@ -621,6 +623,7 @@ struct cli {
 	const char *launcher; /* --launcher; NULL: not given */
 	enum dump_via via;
 	int verbose;
+	int all_events; /* --all-events */
 	int64_t counter_interval_ns, stop_timeout_ns, dump_timeout_ns, history_ns, proc_interval_ns;
 	struct store_limits store;
 	const char *socket_dirs[GUARD_SOCKET_DIRS_MAX];
@@ -649,6 +652,7 @@ enum {
 	OPT_STORE_FULL,
 	OPT_HISTORY,
 	OPT_PROC_INTERVAL,
+	OPT_ALL_EVENTS,
 	OPT_CREATEDUMP,
 	OPT_ALLOW_DUMP_DIR,
 	OPT_LAUNCHER
@@ -784,6 +788,9 @@ static int cli_option(struct cli *c, int opt, const char *arg)
 			return -EINVAL;
 		}
 		return 0;
+	case OPT_ALL_EVENTS:
+		c->all_events = 1;
+		return 0;
 	case OPT_PROC_INTERVAL:
 		if (units_parse_duration(arg, &c->proc_interval_ns, err, sizeof(err)) < 0 ||
 		    c->proc_interval_ns < DW_PROC_INTERVAL_MIN_NS || c->proc_interval_ns > DW_PROC_INTERVAL_MAX_NS) {
@@ -848,6 +855,7 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	                                     {"store-full", required_argument, NULL, OPT_STORE_FULL},
 	                                     {"history", required_argument, NULL, OPT_HISTORY},
 	                                     {"proc-interval", required_argument, NULL, OPT_PROC_INTERVAL},
+	                                     {"all-events", no_argument, NULL, OPT_ALL_EVENTS},
 	                                     {"allow-dump-dir", required_argument, NULL, OPT_ALLOW_DUMP_DIR},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, OPT_VERSION},
@@ -950,6 +958,7 @@ static int guard_options_from_cli(const struct cli *c, struct guard_options *go)
 	go->state_dir = sdir[0] ? sdir : NULL;
 	go->via = c->via;
 	go->counter_interval_ms = (uint32_t)(c->counter_interval_ns / 1000000);
+	go->all_events = c->all_events;
 	go->history_ns = c->history_ns;
 	go->proc_interval_ns = c->proc_interval_ns;
 	go->verbose = c->verbose;
@@ -1060,6 +1069,7 @@ static int run_watch(struct cli *c)
 	o.journal_path = c->journal;
 	o.verbose = c->verbose;
 	o.counter_interval_ms = (uint32_t)(c->counter_interval_ns / 1000000);
+	o.all_events = c->all_events;
 	o.history_ns = c->history_ns;
 	o.proc_interval_ns = c->proc_interval_ns;
 	o.store = c->store;

@@ -35,8 +35,9 @@ int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs,
 {
 	struct dn_target t;
 	/* The providers a session with these needs subscribes to, System.Runtime's
-	 * counters at 1 s, and the meters on top. */
-	struct session_subscription sub = {.needs = needs, .counter_interval_ms = 1000};
+	 * counters at 1 s, and the meters on top; every event of their keywords
+	 * (a recording is for reading later, not only for what dumpwatch decodes). */
+	struct session_subscription sub = {.needs = needs, .counter_interval_ms = 1000, .all_events = 1};
 	struct ipc_provider provs[SESSION_MAX_PROVIDERS];
 	char args[SESSION_ARGS_MAX];
 	size_t n = 0;

@@ -254,6 +254,7 @@ int watch_run(const struct watch_options *o)
 	    .dump_timeout_ns = o->dump_timeout_ns,
 	    .createdump = o->createdump,
 	    .counter_interval_ms = o->counter_interval_ms,
+	    .all_events = o->all_events,
 	    .history_ns = o->history_ns,
 	    .proc_interval_ns = o->proc_interval_ns,
 	    .verbose = o->verbose,

@@ -111,7 +111,7 @@ static void test_spec_example(void)
 	    'S', 0,   'o',  0,    'u', 0,   'r', 0,   'c', 0,   'e', 0,   0,   0, /* "MyEventSource\0" */
 	    0,   0,   0,    0                                                     /* arguments: NULL */
 	};
-	struct ipc_provider p = {100, 2, "MyEventSource", NULL};
+	struct ipc_provider p = {100, 2, "MyEventSource", NULL, NULL, 0};
 	struct ipc_buf b = {0};
 
 	CHECK(ipc_build_collect_tracing(1, 250, &p, 1, &b) == 0);
@@ -147,18 +147,45 @@ static void expect_collect(int v, uint32_t mb, const struct ipc_provider *p, siz
 		else
 			b_u32(&want, 0);
 		if (v == 5) {
-			b_u8(&want, 0);  /* event filter: enable = 0 */
-			b_u32(&want, 0); /* no event ids: nothing disabled */
+			/* event filter: none (enable 0, no ids: nothing
+			 * disabled), or only the ids given (enable 1) */
+			b_u8(&want, p[i].n_event_ids ? 1 : 0);
+			b_u32(&want, p[i].n_event_ids);
+			for (uint32_t k = 0; k < p[i].n_event_ids; k++)
+				b_u32(&want, p[i].event_ids[k]);
 		}
 	}
 	b_done(&want);
 }
 
+/* CollectTracing5's event filter: the ids given, an allow list; older
+ * commands carry none. */
+static void test_event_filter(void)
+{
+	static const uint32_t ids[] = {1, 2, 10, 80, 65535};
+	struct ipc_provider p[2] = {{0x8001, 5, "Microsoft-Windows-DotNETRuntime", NULL, ids, 5},
+	                            {0, 4, "System.Runtime", "EventCounterIntervalSec=1", NULL, 0}};
+	struct ipc_buf got = {0};
+
+	for (int v = 1; v <= 5; v++) {
+		CHECK(ipc_build_collect_tracing(v, 16, p, 2, &got) == 0);
+		struct ipc_provider q[2] = {p[0], p[1]};
+		if (v < 5)
+			q[0].n_event_ids = 0; /* not on the wire */
+		expect_collect(v, 16, v < 5 ? q : p, 2);
+		CHECK_MSG(same(&got, &want), "CollectTracing%d with a filter", v);
+	}
+	/* ids promised but missing */
+	p[0].event_ids = NULL;
+	CHECK(ipc_build_collect_tracing(5, 16, p, 2, &got) == -EINVAL);
+	ipc_buf_free(&got);
+}
+
 static void test_collect_tracing(void)
 {
 	struct ipc_provider p[2] = {
-	    {0x1 | 0x8000000000000000ull, 4, "Microsoft-Windows-DotNETRuntime", NULL},
-	    {0, 5, "System.Runtime", "EventCounterIntervalSec=1"},
+	    {0x1 | 0x8000000000000000ull, 4, "Microsoft-Windows-DotNETRuntime", NULL, NULL, 0},
+	    {0, 5, "System.Runtime", "EventCounterIntervalSec=1", NULL, 0},
 	};
 	struct ipc_buf b = {0};
 
@@ -179,7 +206,7 @@ static void test_collect_tracing(void)
 	CHECK(ipc_build_collect_tracing(5, 64, p, 0, &b) == -EINVAL);
 	CHECK(ipc_build_collect_tracing(5, 64, NULL, 1, &b) == -EINVAL);
 	{
-		struct ipc_provider bad = {0, 6, "X", NULL};
+		struct ipc_provider bad = {0, 6, "X", NULL, NULL, 0};
 
 		CHECK(ipc_build_collect_tracing(5, 64, &bad, 1, &b) == -EINVAL);
 		bad.level = 5;
@@ -198,7 +225,7 @@ static void test_utf8_strings(void)
 	struct ipc_provider p = {0, 4,
 	                         "\xC3\xA9"
 	                         "a\xF0\x9D\x84\x9E",
-	                         ""}; /* "éa𝄞", empty arguments */
+	                         "", NULL, 0}; /* "éa𝄞", empty arguments */
 	static const char *const invalid[] = {
 	    "\xC0\x80",         /* overlong NUL */
 	    "\xE0\x80\xAF",     /* overlong '/' */
@@ -229,7 +256,7 @@ static void test_utf8_strings(void)
 	CHECK(same(&b, &want));
 
 	for (size_t i = 0; i < sizeof(invalid) / sizeof(invalid[0]); i++) {
-		struct ipc_provider q = {0, 4, invalid[i], NULL};
+		struct ipc_provider q = {0, 4, invalid[i], NULL, NULL, 0};
 
 		CHECK_MSG(ipc_build_collect_tracing(3, 1, &q, 1, &b) == -EINVAL, "invalid UTF-8 #%zu", i);
 		q.name = "X";
@@ -245,7 +272,7 @@ static void test_utf8_strings(void)
 static void test_size_limit(void)
 {
 	char *args = malloc(40000);
-	struct ipc_provider p = {0, 4, "A", args};
+	struct ipc_provider p = {0, 4, "A", args, NULL, 0};
 	struct ipc_buf b = {0};
 
 	memset(args, 'x', 32738);
@@ -771,8 +798,8 @@ static void test_op_args(void)
 	static struct ipc_op op;
 	static char a[1500], b[IPC_OP_ARGS_MAX];
 	const struct ipc_endpoint ep = {.path = "/nonexistent/dumpwatch-test.sock", .pid = 1, .uid = 0};
-	struct ipc_provider provs[2] = {{0, 4, "System.Runtime", "EventCounterIntervalSec=1"},
-	                                {0x2, 4, "System.Diagnostics.Metrics", a}};
+	struct ipc_provider provs[2] = {{0, 4, "System.Runtime", "EventCounterIntervalSec=1", NULL, 0},
+	                                {0x2, 4, "System.Diagnostics.Metrics", a, NULL, 0}};
 
 	memset(a, 'm', sizeof(a) - 1);
 	ipc_op_collect_tracing(&op, &ep, provs, 2, 16, 100);
@@ -790,7 +817,7 @@ static void test_fake_runtime(void)
 {
 	char path[600], err[512];
 	struct ipc_process_info pi;
-	struct ipc_provider prov = {0, 4, "System.Runtime", "EventCounterIntervalSec=1"};
+	struct ipc_provider prov = {0, 4, "System.Runtime", "EventCounterIntervalSec=1", NULL, 0};
 	unsigned ids[8];
 	uint64_t session = 0;
 	int log, fd = -1, n;
@@ -957,6 +984,7 @@ static void test_fake_runtime(void)
 int main(void)
 {
 	test_op_args();
+	test_event_filter();
 	/* SIGPIPE stays fatal: the library must never raise it (MSG_NOSIGNAL). */
 	test_spec_example();
 	test_collect_tracing();

@@ -64,6 +64,28 @@ int main(void)
 	session_providers(&sub, p, args, sizeof(args));
 	CHECK_STR(p[1].args, "EventCounterIntervalSec=1500E-3");
 
+	/* The runtime provider asks for the decoded events only (CollectTracing5
+	 * sends the list; older commands cannot), unless every event is wanted. */
+	memset(&sub, 0, sizeof(sub));
+	sub.needs = NEED_GC | NEED_EXCEPTIONS;
+	size_t n_ids;
+	const uint32_t *ids = events_runtime_ids(&n_ids);
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 1);
+	CHECK(p[0].n_event_ids == n_ids && n_ids >= 12 && memcmp(p[0].event_ids, ids, n_ids * sizeof(*ids)) == 0);
+	int have1 = 0, have80 = 0, have10 = 0;
+	for (size_t i = 0; i < n_ids; i++) {
+		have1 |= ids[i] == 1;
+		have10 |= ids[i] == 10;
+		have80 |= ids[i] == 80;
+	}
+	CHECK(have1 && have10 && have80);
+	/* With allocation ticks, GCJoin_V2 too: the GC's probe for its verbose level. */
+	sub.needs |= NEED_ALLOC_TICKS;
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 1 && p[0].n_event_ids == n_ids + 1 &&
+	      p[0].event_ids[n_ids] == EV_ID_GC_JOIN_V2);
+	sub.all_events = 1;
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 1 && p[0].n_event_ids == 0 && p[0].event_ids == NULL);
+
 	/* Nothing needed, nothing subscribed. */
 	memset(&sub, 0, sizeof(sub));
 	CHECK(session_providers(&sub, p, args, sizeof(args)) == 0);
