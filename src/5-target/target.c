@@ -1215,18 +1215,25 @@ static void meter_error(struct target *t, const struct ev_meter *m)
 }
 
 /* A meter condition whose instrument, now seen, cannot give what it asks
- * (a percentile of a counter, seconds of an instrument in bytes): said once. */
-static void meter_fit(struct target *t, const struct ev_meter *m)
+ * (a percentile of a counter, seconds of an instrument in bytes): said once.
+ * Returns whether any rule reads this instrument (else its values need no
+ * evaluation: another tool's, in the shared session, or an instrument of a
+ * watched meter no rule names). */
+static int meter_fit(struct target *t, const struct ev_meter *m)
 {
+	int used = 0;
+
 	for (size_t i = 0; i < t->n_rules; i++) {
 		struct target_rule *tr = &t->rules[i];
 		for (uint32_t c = 0; c < tr->fr.rule.n_conds; c++) {
 			const struct rule_cond *rc = &tr->fr.rule.conds[c];
 			const struct meters *ms = metrics_meters(session_metrics(t->session));
 			const char *what;
-			if (rc->metric.id != M_METER || tr->meter_warned[c] ||
-			    strcmp(rc->metric.provider, m->meter) != 0 ||
+			if (rc->metric.id != M_METER || strcmp(rc->metric.provider, m->meter) != 0 ||
 			    strcasecmp(rc->metric.counter, m->instrument) != 0)
+				continue;
+			used = 1;
+			if (tr->meter_warned[c])
 				continue;
 			if (meters_stat_mismatch(ms, &rc->metric, &what)) {
 				log_warn("pid %d (%s): rule %s: %s/%s is a %s, which has no %s: \"%s\" never holds",
@@ -1246,6 +1253,7 @@ static void meter_fit(struct target *t, const struct ev_meter *m)
 			}
 		}
 	}
+	return used;
 }
 
 static void on_event(void *ctx, struct session *s, const struct ev_record *r, int64_t t_ns)
@@ -1253,10 +1261,11 @@ static void on_event(void *ctx, struct session *s, const struct ev_record *r, in
 	struct target *t = ctx;
 	(void)s;
 
+	int matters = metrics_event_matters(r);
 	if (r->type == EV_METER_ERROR)
 		meter_error(t, &r->u.meter);
 	else if (r->type == EV_METER_VALUE)
-		meter_fit(t, &r->u.meter);
+		matters = meter_fit(t, &r->u.meter);
 
 	if (t->cfg->verbose) {
 		char prefix[32] = "";
@@ -1266,7 +1275,7 @@ static void on_event(void *ctx, struct session *s, const struct ev_record *r, in
 	}
 	if (t->ct)
 		ctxtrack_on_event(t->ct, session_metrics(t->session), r, t_ns);
-	if (metrics_event_matters(r) && !t->deferred_end) {
+	if (matters && !t->deferred_end) {
 		t->in_event = 1;
 		evaluate(t, loop_now());
 		t->in_event = 0;

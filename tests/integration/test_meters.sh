@@ -36,6 +36,13 @@ awk -v v="$p99" 'BEGIN { exit !(v > 700 && v <= 800) }' || fail "fired at a p99 
 app_cmd "sleep 13"
 wait_for "grep -q 'done sleep 13 ' '$T/app.out'" 30 || fail "MemSpike did not finish the slow requests"
 [ "$(count_dumps)" -eq 1 ] || fail "no dump"
+# The dump's context shows the percentile's history under its condition.
+ctx=$(jq -r 'select(.event == "dump") | .context' "$JOURNAL")
+[ -f "$ctx" ] || fail "no context"
+python3 -c 'import json, sys, jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])))' \
+	"$ctx" "$DW_SOURCE_DIR/examples/dump-context.schema.json" || fail "context not valid against its schema"
+"$DUMPWATCH" show "$ctx" >"$T/show.out" 2>&1 || fail "show failed: $(cat "$T/show.out")"
+grep_q -F 'request.duration[http.route=/api/orders] p99' "$T/show.out" || fail "show does not name the condition: $(cat "$T/show.out")"
 grep_q "fired for pid .*request.duration\[http.route=/api/orders\] p99=[0-9.]*ms" "$T/dw.out" || fail "no value in the fire line"
 
 # 2. orders.placed rate on /api/orders: 50/s on /api/cart and 8/s on
