@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh --ci                           15 s each (what CI runs)
 #
 # Targets: nettrace (the stream parser + decoders), events (the payload
-# decoders), rulefile (the rule-file parser), when (the --when grammar),
+# decoders), rulefile (the rule-file parser), when (the --when grammar, and
+# meter conditions read from series made of the input),
 # journal (the JSON-lines writer of the journal, views, ps and state),
 # context (a dump context read back: show's text and the plot), procstat (the
 # /proc/PID/status parser).
