@@ -148,7 +148,11 @@ struct ev_record {
 	} u;
 };
 
-/* Decodes ev into out. pointer_size is the trace's (4 or 8). Returns 1 when
+/* Decodes ev into out: its header (type, timestamp, thread) and the union
+ * member of its type, every field of which is set (zero when the payload
+ * lacks it); the rest of the union is left as it was (a record is over a
+ * kilobyte, most events fill a few bytes of it). pointer_size is the
+ * trace's (4 or 8). Returns 1 when
  * decoded, 0 when the event is not one dumpwatch decodes (out->type = EV_NONE),
  * -EBADMSG when a known event's payload is malformed; then err (if not NULL)
  * holds a sentence naming the event and what was wrong. */

@@ -285,6 +285,7 @@ static int decode_runtime(const struct nettrace_event *ev, const uint8_t *p, siz
 		out->u.triggered_reason = rd32(p);
 		break;
 	case ID_EXCEPTION_THROWN: {
+		memset(&out->u.exception, 0, sizeof(out->u.exception));
 		int r = exception_thrown(p, len, version, pointer_size, &out->u.exception, err, errlen);
 		if (r < 0)
 			return r;
@@ -563,6 +564,7 @@ static int decode_counter(const struct nettrace_event *ev, const uint8_t *p, siz
 	struct walk w;
 	int r;
 
+	memset(c, 0, sizeof(*c));
 	memset(&w, 0, sizeof(w));
 	w.p = p;
 	w.len = len;
@@ -729,6 +731,7 @@ static int decode_meter(const struct nettrace_event *ev, const uint8_t *p, size_
 			found = (int)k;
 	if (found < 0)
 		return 0; /* CollectionStart, BeginInstrumentReporting, ...: not used */
+	memset(m, 0, sizeof(*m));
 	m->kind = meter_events[found].kind;
 	for (uint32_t i = 0; i < meta->n_fields; i++) {
 		const struct nettrace_field *f = &meta->fields[i];
@@ -785,6 +788,13 @@ static int decode_meter(const struct nettrace_event *ev, const uint8_t *p, size_
 	return 1;
 }
 
+#define MAX2(a, b) ((a) > (b) ? (a) : (b))
+/* The largest of the members a runtime event other than ExceptionThrown fills. */
+#define SMALL_MEMBERS                                                                                                  \
+	MAX2(MAX2(MAX2(sizeof(struct ev_gc_start), sizeof(struct ev_gc_end)),                                          \
+	          MAX2(sizeof(struct ev_gc_heap_stats), sizeof(struct ev_gc_suspend))),                                \
+	     MAX2(MAX2(sizeof(struct ev_alloc_tick), sizeof(struct ev_appdomain_mem)), sizeof(uint32_t)))
+
 const uint32_t *events_runtime_ids(size_t *n)
 {
 	static uint32_t ids[sizeof(rt_layouts) / sizeof(rt_layouts[0])];
@@ -802,7 +812,10 @@ int events_decode(const struct nettrace_event *ev, int pointer_size, struct ev_r
 	size_t len = p ? ev->payload_size : 0;
 	static const uint8_t empty[1];
 
-	memset(out, 0, sizeof(*out));
+	/* Only the header and the small members of the GC events are cleared
+	 * here (most events are GC events, and a record is over a kilobyte);
+	 * the counter, exception and meter decoders clear their own. */
+	memset(&out->u, 0, SMALL_MEMBERS);
 	if (err && errlen > 0)
 		err[0] = '\0';
 	out->type = EV_NONE;
