@@ -111,6 +111,8 @@ static void usage(FILE *f)
 	    "must hold at once. rss, private-memory, swap, threads and fds are polled from /proc.\n"
 	    "Exceptions: exception [TYPE] [message 'PATTERN'] [>= N] [in DURATION], e.g.\n"
 	    "\"exception TimeoutException* message '*pool*' >= 3 in 1m\" (globs; by default any, 1, 1m).\n"
+	    "Meters: meter METER/INSTRUMENT[KEY=GLOB,...] [value|rate|p50|p95|p99|count|sum] OP VALUE [for D],\n"
+	    "e.g. 'meter Microsoft.AspNetCore.Hosting/http.server.request.duration p99 > 2s for 30s'.\n"
 	    "MB = 1,000,000 bytes, MiB = 1,048,576.\n"
 	    "\n"
 	    "options:\n"
