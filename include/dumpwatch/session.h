@@ -43,6 +43,12 @@ void session_subscription_add(struct session_subscription *sub, const struct rul
  * Meter\instrument) under CATALOG_NAME_MAX. */
 int session_subscription_add_meter(struct session_subscription *sub, const char *meter);
 
+/* Adds each meter of a ','- or ';'-separated list, as a --meters option
+ * gives it (empty items skipped); with instruments set, an item may also be
+ * Meter\instrument. 0, or -EINVAL / -ENOSPC with a sentence in err. */
+int session_subscription_add_meters(struct session_subscription *sub, const char *list, int instruments, char *err,
+                                    size_t errlen);
+
 /* The collection interval asked of System.Diagnostics.Metrics for sub: the
  * counters' interval, at least the runtime's floor of 100 ms. */
 int64_t session_meter_interval_ns(const struct session_subscription *sub);

@@ -22,9 +22,9 @@ struct view_options {
 	/* counters: EventCounters providers besides System.Runtime. */
 	size_t n_providers;
 	const char *providers[SESSION_MAX_COUNTER_PROVIDERS - 1];
-	/* counters: System.Diagnostics.Metrics meters whose instruments are shown. */
-	size_t n_meters;
-	char meters[SESSION_MAX_METERS][CATALOG_NAME_MAX];
+	/* counters: System.Diagnostics.Metrics meters whose instruments are
+	 * shown (only their names are used). */
+	struct session_subscription meters;
 };
 
 /* Runs the view until it is done. Returns an exit status (DW_EXIT_*). */

@@ -145,6 +145,36 @@ int session_subscription_add_meter(struct session_subscription *sub, const char 
 	return 0;
 }
 
+int session_subscription_add_meters(struct session_subscription *sub, const char *list, int instruments, char *err,
+                                    size_t errlen)
+{
+	for (const char *m = list; *m;) {
+		char one[CATALOG_NAME_MAX];
+		size_t len = strcspn(m, ",;");
+		int r = 0;
+		if (len >= sizeof(one) || (!instruments && memchr(m, '\\', len))) {
+			r = -EINVAL;
+		} else if (len > 0) {
+			memcpy(one, m, len);
+			one[len] = '\0';
+			r = session_subscription_add_meter(sub, one);
+		}
+		if (r == -ENOSPC) {
+			snprintf(err, errlen, "--meters: at most %d meters", SESSION_MAX_METERS);
+			return r;
+		}
+		if (r < 0) {
+			snprintf(err, errlen,
+			         "--meters: write %s, ','-separated, with names of letters, digits and ._- under %d "
+			         "characters",
+			         instruments ? "Meter or Meter\\instrument" : "meter names", CATALOG_NAME_MAX);
+			return r;
+		}
+		m += len + (m[len] != '\0');
+	}
+	return 0;
+}
+
 int64_t session_meter_interval_ns(const struct session_subscription *sub)
 {
 	int64_t ms = sub->counter_interval_ms ? sub->counter_interval_ms : 1000;

@@ -407,21 +407,9 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 			o.providers[o.n_providers++] = optarg;
 			break;
 		case 'm':
-			for (const char *m = optarg; *m;) {
-				size_t len = strcspn(m, ",;");
-				if (len >= CATALOG_NAME_MAX || o.n_meters == SESSION_MAX_METERS ||
-				    (len &&
-				     strspn(m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") <
-				         len)) {
-					log_error("--meters: at most %d meter names of letters, digits and ._-, "
-					          "','-separated, "
-					          "not \"%s\"",
-					          SESSION_MAX_METERS, optarg);
-					return DW_EXIT_USAGE;
-				}
-				if (len)
-					snprintf(o.meters[o.n_meters++], CATALOG_NAME_MAX, "%.*s", (int)len, m);
-				m += len + (m[len] != '\0');
+			if (session_subscription_add_meters(&o.meters, optarg, 0, err, sizeof(err)) < 0) {
+				log_error("%s, not \"%s\"", err, optarg);
+				return DW_EXIT_USAGE;
 			}
 			break;
 		default:
@@ -433,7 +421,7 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 		log_error("%s needs --pid PID or --name NAME (a glob on the process name), not both", cmd);
 		return DW_EXIT_USAGE;
 	}
-	if (kind == VIEW_GC && (o.n_providers || o.n_meters)) {
+	if (kind == VIEW_GC && (o.n_providers || o.meters.n_meters)) {
 		log_error("--counters and --meters are for dumpwatch counters");
 		return DW_EXIT_USAGE;
 	}

@@ -51,26 +51,8 @@ int record_run(pid_t pid, const char *path, int64_t duration_ns, unsigned needs,
 	const struct ipc_endpoint ep = discovery_endpoint(&t);
 	if (needs & NEED_COUNTERS)
 		snprintf(sub.counter_providers[sub.n_counter_providers++], CATALOG_NAME_MAX, "System.Runtime");
-	for (const char *m = meters; m && *m;) {
-		char one[CATALOG_NAME_MAX];
-		size_t len = strcspn(m, ",;");
-		if (len >= sizeof(one)) {
-			snprintf(err, errlen, "--meters: a meter's name is too long (at most %d characters)",
-			         CATALOG_NAME_MAX - 1);
-			return -EINVAL;
-		}
-		memcpy(one, m, len);
-		one[len] = '\0';
-		if (len > 0 && (r = session_subscription_add_meter(&sub, one)) < 0) {
-			snprintf(err, errlen,
-			         r == -ENOSPC
-			             ? "--meters: at most %d meters"
-			             : "--meters: write Meter or Meter\\instrument, ','-separated (at most %d)",
-			         SESSION_MAX_METERS);
-			return -EINVAL;
-		}
-		m += len + (m[len] != '\0');
-	}
+	if (meters && session_subscription_add_meters(&sub, meters, 1, err, errlen) < 0)
+		return -EINVAL;
 	n = session_providers(&sub, provs, args, sizeof(args));
 	out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (out < 0) {

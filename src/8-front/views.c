@@ -484,8 +484,8 @@ static int follow(struct view *v, const struct dn_target *t, char *err, size_t e
 		     i++)
 			snprintf(sub.counter_providers[sub.n_counter_providers++], CATALOG_NAME_MAX, "%s",
 			         v->o->providers[i]);
-		for (size_t i = 0; i < v->o->n_meters; i++)
-			session_subscription_add_meter(&sub, v->o->meters[i]);
+		for (size_t i = 0; i < v->o->meters.n_meters; i++)
+			session_subscription_add_meter(&sub, v->o->meters.meters[i]);
 	}
 	p->v = v;
 	p->pid = t->pid;

@@ -133,6 +133,19 @@ int main(void)
 	      strcmp(p[0].name, "System.Diagnostics.Metrics") == 0);
 	/* Too little room: not subscribed rather than cut. */
 	CHECK(session_providers(&sub, p, args, 40) == 0);
+	/* A --meters list: ',' or ';' between names, empty items skipped;
+	 * Meter\instrument only where instruments are allowed (record). */
+	memset(&sub, 0, sizeof(sub));
+	char e[256];
+	CHECK(session_subscription_add_meters(&sub, "A,B;;A,", 0, e, sizeof(e)) == 0 && sub.n_meters == 2);
+	CHECK(session_subscription_add_meters(&sub, "C\\x", 0, e, sizeof(e)) == -EINVAL && strstr(e, "meter names"));
+	CHECK(session_subscription_add_meters(&sub, "C\\x", 1, e, sizeof(e)) == 0 && sub.n_meters == 3);
+	CHECK(session_subscription_add_meters(&sub, "D$", 1, e, sizeof(e)) == -EINVAL &&
+	      strstr(e, "Meter\\instrument"));
+	CHECK(session_subscription_add_meters(&sub, "m3,m4,m5,m6,m7,m8,m9,m10,m11,m12,m13,m14,m15,m16", 0, e,
+	                                      sizeof(e)) == -ENOSPC &&
+	      strcmp(e, "--meters: at most 16 meters") == 0);
+
 	/* A rule's meters come with it, once each. */
 	struct rule r;
 	char err[256];
