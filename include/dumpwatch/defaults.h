@@ -111,4 +111,11 @@
  * EventCounters have. */
 #define DW_DEFAULT_VIEW_INTERVAL_NS (1 * DW_NS_PER_SEC)
 
+/* --hook-timeout: long enough for a hook that pages someone or copies a
+ * context file; a hook that ships a whole dump should be given more. */
+#define DW_DEFAULT_HOOK_TIMEOUT_NS (30 * DW_NS_PER_SEC)
+
+/* --hook-user: the user with the least rights a Debian system has. */
+#define DW_DEFAULT_HOOK_USER "nobody"
+
 #endif

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "dumpwatch/dump.h"
+#include "dumpwatch/hook.h"
 
 #define GUARD_SOCKET_DIRS_MAX 16
 #define GUARD_ALLOW_DUMP_DIRS_MAX 16
@@ -37,6 +38,11 @@ struct guard_options {
 	struct store_limits store; /* disk guards checked before every dump */
 	int64_t dump_timeout_ns;   /* createdump is killed past it; 0: no limit */
 	const char *createdump;    /* --createdump: what the exec path runs; NULL: the host runtime's */
+	/* --on-fire, --on-dump (argc 0: none), --hook-user (NULL: the default),
+	 * --hook-timeout (0: the default). */
+	struct hook_cmd on_fire, on_dump;
+	const char *hook_user;
+	int64_t hook_timeout_ns;
 };
 
 /* Runs until SIGTERM or SIGINT. Returns DW_EXIT_OK after a clean stop, or

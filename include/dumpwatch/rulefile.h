@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "dumpwatch/hook.h"
 #include "dumpwatch/rules.h"
 
 #define RULEFILE_GLOB_MAX 256
@@ -48,6 +49,18 @@ struct file_rule {
 	char dump_dir[PATH_MAX]; /* "" = the daemon's --dump-dir */
 	char name_template[256]; /* dump file name template; "" = the default */
 	int enabled;
+	/* "hooks": commands run when the rule fires and when its dump is
+	 * published (argc 0: the daemon's --on-fire / --on-dump), and their
+	 * timeout (0: the daemon's --hook-timeout). */
+	struct hook_cmd on_fire, on_dump;
+	int64_t hook_timeout_ns;
+	/* "upload": -1 as the daemon is configured (--upload), 0 not uploaded,
+	 * 1 uploaded (the daemon's --upload must say where); a key prefix of the
+	 * rule's own ("" the daemon's), and whether the local copy is kept (-1
+	 * as the daemon says). */
+	int upload;
+	char upload_prefix[256];
+	int upload_keep;
 	int line;                           /* where the rule object starts in its file */
 	int name_line, name_column;         /* where its "name" value is, for duplicate reports */
 	int dump_dir_line, dump_dir_column; /* where its "dump.dir" value is (0 when none) */

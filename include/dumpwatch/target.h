@@ -22,6 +22,7 @@
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/dump.h"
 #include "dumpwatch/eval.h"
+#include "dumpwatch/hook.h"
 #include "dumpwatch/ipc.h"
 #include "dumpwatch/journal.h"
 #include "dumpwatch/loop.h"
@@ -64,6 +65,11 @@ struct target_config {
 	int64_t exit_grace_ns;    /* 0: TARGET_EXIT_GRACE_NS */
 	int64_t history_ns;       /* metric history kept for dump contexts; 0: DW_DEFAULT_HISTORY_NS */
 	int64_t proc_interval_ns; /* polls of /proc for rss, private-memory, ...; 0: DW_DEFAULT_PROC_INTERVAL_NS */
+	/* Hooks: where they run (NULL: none run), and the daemon's commands for
+	 * rules without their own (NULL or argc 0: none) and timeout (0: the default). */
+	struct hook_runner *hooks;
+	const struct hook_cmd *on_fire, *on_dump;
+	int64_t hook_timeout_ns;
 };
 
 /* One rule applied to the process, with its evaluation state. */

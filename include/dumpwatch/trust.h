@@ -56,4 +56,13 @@ int trust_path_normalize(const char *path, char *out, size_t outlen);
  * within "/a", "/ab" is not. Both must be normalized. Pure. */
 int trust_path_within(const char *path, const char *dir);
 
+/* Resolves path (a program dumpwatch is asked to execute: createdump, a
+ * hook) to its real path in out, checking it as createdump is checked: not
+ * on /proc (a process's own file tree there), and the file and every
+ * directory above it owned by root (or by the user dumpwatch runs as, when
+ * that is not root) and writable by no one else, a root-owned sticky
+ * directory excepted; and executable. what names it in err ("createdump",
+ * "hook"). 0, or -errno with a sentence in err. Does I/O. */
+int trust_exec_path(const char *path, const char *what, char *out, size_t outlen, char *err, size_t errlen);
+
 #endif

@@ -319,6 +319,8 @@ enum diag_kind {
 	K_TEMPLATE,
 	K_FILTER,
 	K_NOT_RULES,
+	K_HOOK,
+	K_UPLOAD,
 	K__COUNT
 };
 
@@ -721,6 +723,8 @@ static void parse_when(struct ctx *c, const struct field *f, struct rule *r)
 static const char *const process_keys[] = {"name", "cmdline", "user", "pid", NULL};
 static const char *const dump_keys[] = {"type", "dir", "name", NULL};
 static const char *const limits_keys[] = {"max-dumps", "window", "cooldown", NULL};
+static const char *const hooks_keys[] = {"on-fire", "on-dump", "timeout", NULL};
+static const char *const upload_keys[] = {"prefix", "keep-local", NULL};
 
 static void parse_process(struct ctx *c, const struct field *pf, struct rule_filter *flt)
 {
@@ -843,14 +847,113 @@ static void parse_limits(struct ctx *c, const struct field *lf, struct rule_limi
 		get_duration(c, &f[2], "cooldown", "10m", &l->cooldown_ns);
 }
 
-static const char *const rule_keys[] = {"name",   "description", "process", "when",  "dump",
-                                        "limits", "enabled",     "$schema", "rules", NULL};
-enum { RK_NAME, RK_DESC, RK_PROCESS, RK_WHEN, RK_DUMP, RK_LIMITS, RK_ENABLED, RK_SCHEMA, RK_RULES };
+/* A hook command: an array of strings (argv), or one string split into
+ * words as a shell would, without expanding anything. */
+static void parse_hook_cmd(struct ctx *c, const struct field *f, const char *key, struct hook_cmd *cmd)
+{
+	char err[256], text[HOOK_ARGV_BYTES];
+
+	if (json_object_is_type(f->v, json_type_string)) {
+		if (get_string(c, f, key, text, sizeof(text)) == 0 && hook_cmd_parse(text, cmd, err, sizeof(err)) < 0)
+			diag(c, K_HOOK, val_off(c, f->node), "\"%s\": %s", key, err);
+		return;
+	}
+	if (!json_object_is_type(f->v, json_type_array) || json_object_array_length(f->v) == 0) {
+		diag(c, K_TYPE, val_off(c, f->node),
+		     "\"%s\" must be a command: an array such as [\"/usr/local/bin/notify\", \"--dump\"] or a string",
+		     key);
+		return;
+	}
+	memset(cmd, 0, sizeof(*cmd));
+	for (size_t i = 0; i < json_object_array_length(f->v); i++) {
+		struct json_object *a = json_object_array_get_idx(f->v, i);
+		if (!json_object_is_type(a, json_type_string)) {
+			diag(c, K_TYPE, val_off(c, f->node), "\"%s\": every word of the command must be a string", key);
+			return;
+		}
+		if (hook_cmd_add(cmd, json_object_get_string(a)) < 0) {
+			diag(c, K_HOOK, val_off(c, f->node), "\"%s\" is too long: at most %d words, %d bytes", key,
+			     HOOK_ARGS_MAX, HOOK_ARGV_BYTES);
+			return;
+		}
+	}
+	if (cmd->buf[0] != '/')
+		diag(c, K_HOOK, val_off(c, f->node),
+		     "\"%s\": the program must be an absolute path (hooks run without a shell or PATH)", key);
+}
+
+static void parse_hooks(struct ctx *c, const struct field *hf, struct file_rule *fr)
+{
+	struct field f[3];
+
+	if (!is_object(c, hf, "hooks"))
+		return;
+	collect(c, hf->node, hf->v, "hooks", hooks_keys, f);
+	if (f[0].node >= 0)
+		parse_hook_cmd(c, &f[0], "on-fire", &fr->on_fire);
+	if (f[1].node >= 0)
+		parse_hook_cmd(c, &f[1], "on-dump", &fr->on_dump);
+	if (f[2].node >= 0 && get_duration(c, &f[2], "timeout", "2m", &fr->hook_timeout_ns) == 0 &&
+	    (fr->hook_timeout_ns < DW_NS_PER_SEC || fr->hook_timeout_ns > 24 * 3600 * DW_NS_PER_SEC))
+		diag(c, K_HOOK, val_off(c, f[2].node), "hook \"timeout\" must be from 1s to 24h");
+}
+
+/* "upload": true, false, or {"prefix": "...", "keep-local": bool}. */
+static void parse_upload(struct ctx *c, const struct field *uf, struct file_rule *fr)
+{
+	struct field f[2];
+	char q[80];
+
+	if (json_object_is_type(uf->v, json_type_boolean)) {
+		fr->upload = json_object_get_boolean(uf->v);
+		return;
+	}
+	if (!json_object_is_type(uf->v, json_type_object)) {
+		diag(c, K_TYPE, val_off(c, uf->node),
+		     "\"upload\" must be true, false or an object such as {\"prefix\": \"orders/\", \"keep-local\": "
+		     "false}");
+		return;
+	}
+	fr->upload = 1;
+	collect(c, uf->node, uf->v, "upload", upload_keys, f);
+	if (f[0].node >= 0 && get_string(c, &f[0], "prefix", fr->upload_prefix, sizeof(fr->upload_prefix)) == 0) {
+		const char *p = fr->upload_prefix;
+		if (p[0] == '/' || strstr(p, "..") ||
+		    strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/") != strlen(p))
+			diag(c, K_UPLOAD, val_off(c, f[0].node),
+			     "upload prefix \"%s\" may only hold letters, digits, '.', '_', '-' and '/', not start "
+			     "with '/' "
+			     "nor hold \"..\"",
+			     shown(p, q, sizeof(q)));
+	}
+	if (f[1].node >= 0) {
+		if (json_object_is_type(f[1].v, json_type_boolean))
+			fr->upload_keep = json_object_get_boolean(f[1].v);
+		else
+			diag(c, K_TYPE, val_off(c, f[1].node), "\"keep-local\" must be true or false");
+	}
+}
+
+static const char *const rule_keys[] = {"name",    "description", "process", "when",    "dump",  "limits",
+                                        "enabled", "hooks",       "upload",  "$schema", "rules", NULL};
+enum {
+	RK_NAME,
+	RK_DESC,
+	RK_PROCESS,
+	RK_WHEN,
+	RK_DUMP,
+	RK_LIMITS,
+	RK_ENABLED,
+	RK_HOOKS,
+	RK_UPLOAD,
+	RK_SCHEMA,
+	RK_RULES
+};
 /* The keys of a {"rules": [...]} file; those of a rule inside it; the keys
  * that mark an object as a rule, or a file as a list of rules. */
 static const char *const file_keys[] = {"rules", "$schema", NULL};
-static const char *const inner_rule_keys[] = {"name", "description", "process", "when",
-                                              "dump", "limits",      "enabled", NULL};
+static const char *const inner_rule_keys[] = {"name",   "description", "process", "when",   "dump",
+                                              "limits", "enabled",     "hooks",   "upload", NULL};
 static const char *const rule_anchors[] = {"name", "when", NULL};
 static const char *const file_anchors[] = {"rules", NULL};
 
@@ -860,7 +963,7 @@ static void parse_rule(struct ctx *c, int node, struct json_object *obj, int top
 {
 	/* "rules" is listed only for its suggestion: a rule with it is a container. */
 	const char *const *keys = rule_keys;
-	struct field f[9];
+	struct field f[11];
 	char q[80];
 	int column;
 
@@ -870,6 +973,8 @@ static void parse_rule(struct ctx *c, int node, struct json_object *obj, int top
 	fr->rule.limits.max_dumps = DW_DEFAULT_MAX_DUMPS;
 	fr->rule.limits.window_ns = DW_DEFAULT_RULE_WINDOW_NS;
 	fr->rule.limits.cooldown_ns = DW_DEFAULT_RULE_COOLDOWN_NS;
+	fr->upload = -1;
+	fr->upload_keep = -1;
 	ctx_pos(c, val_off(c, node), &fr->line, &column); /* the column is not kept */
 
 	if (!top) {
@@ -903,6 +1008,10 @@ static void parse_rule(struct ctx *c, int node, struct json_object *obj, int top
 		parse_dump(c, &f[RK_DUMP], fr);
 	if (f[RK_LIMITS].node >= 0)
 		parse_limits(c, &f[RK_LIMITS], &fr->rule.limits);
+	if (f[RK_HOOKS].node >= 0)
+		parse_hooks(c, &f[RK_HOOKS], fr);
+	if (f[RK_UPLOAD].node >= 0)
+		parse_upload(c, &f[RK_UPLOAD], fr);
 	if (f[RK_ENABLED].node >= 0) {
 		if (json_object_is_type(f[RK_ENABLED].v, json_type_boolean))
 			fr->enabled = json_object_get_boolean(f[RK_ENABLED].v);

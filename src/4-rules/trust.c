@@ -18,9 +18,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -319,4 +322,89 @@ int trust_open(const char *path, uid_t self, char *err, size_t errlen)
 fail:
 	close(cur);
 	return r;
+}
+
+/* ---- what root executes ------------------------------------------------ */
+
+/* Owners whose files we may execute: root, and we ourselves when we are not
+ * root (a user running dumpwatch trusts their own files, never another's). */
+static int exec_owner_ok(uid_t uid)
+{
+	return uid == 0 || uid == geteuid();
+}
+
+/* Every component of path (absolute, no symbolic links), from the file up to
+ * /, must have a trusted owner and be writable by no one else: otherwise
+ * another user could swap what we execute. A root-owned sticky directory
+ * (/tmp) lets no one else rename or remove what root put in it. Nothing on
+ * /proc: a process's root there is its own tree, whatever it holds. */
+static int path_is_exec_safe(const char *path, char *err, size_t errlen)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+	struct statfs sf;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (;;) {
+		if (lstat(buf, &st) < 0 || statfs(buf, &sf) < 0) {
+			int e = errno;
+			snprintf(err, errlen, "cannot check %s: %s", buf, strerror(e));
+			return -e;
+		}
+		if (sf.f_type == PROC_SUPER_MAGIC) {
+			snprintf(err, errlen, "refusing to execute %s: it lies on /proc, in a process's own file tree",
+			         path);
+			return -EPERM;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			snprintf(err, errlen, "refusing to execute %s: %s is a symbolic link", path, buf);
+			return -EPERM;
+		}
+		int sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && st.st_uid == 0;
+		if (!exec_owner_ok(st.st_uid) || ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky_dir)) {
+			snprintf(
+			    err, errlen,
+			    "refusing to execute %s: %s is owned by uid %u or writable by group/others (mode %04o)%s",
+			    path, buf, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+			    geteuid() == 0 ? "; as root, only files root alone can change are executed" : "");
+			return -EPERM;
+		}
+		char *slash = strrchr(buf, '/');
+		if (!slash)
+			return 0;
+		if (slash == buf) {
+			if (buf[1] == '\0')
+				return 0;
+			buf[1] = '\0';
+			continue;
+		}
+		*slash = '\0';
+	}
+}
+
+int trust_exec_path(const char *path, const char *what, char *out, size_t outlen, char *err, size_t errlen)
+{
+	char real[PATH_MAX];
+
+	if (strncmp(path, "/proc/", 6) == 0 || strcmp(path, "/proc") == 0) {
+		snprintf(err, errlen, "refusing to execute %s: it lies on /proc, in a process's own file tree", path);
+		return -EPERM;
+	}
+	if (!realpath(path, real)) {
+		int e = errno;
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(e));
+		return -e;
+	}
+	int r = path_is_exec_safe(real, err, errlen);
+	if (r < 0)
+		return r;
+	if (access(real, X_OK) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "%s %s is not executable: %s", what, real, strerror(e));
+		return -e;
+	}
+	if (snprintf(out, outlen, "%s", real) >= (int)outlen)
+		return -ENAMETOOLONG;
+	return 0;
 }

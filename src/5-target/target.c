@@ -24,6 +24,7 @@
 #include "dumpwatch/target.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -109,6 +110,7 @@ struct target {
 	struct ctxtrack *ct;
 	struct dumpctx_input fx;
 	char fx_name[NAME_MAX + 1];
+	char fire_desc[512]; /* the values of the last fire's conditions, for its hooks */
 
 	/* /proc polling, for rules on rss, private-memory, swap, threads, fds. */
 	unsigned proc_needs; /* NEED_PROC, NEED_PROC_FDS of the rules */
@@ -993,6 +995,40 @@ static void context_fire(struct target *t, const struct target_rule *tr, int64_t
 	in->uid = t->dt.uid;
 }
 
+/* Runs the rule's on-fire or on-dump hook (the daemon's when the rule has
+ * none), if any. dump and context name the files published (on-dump). */
+static void run_hook(struct target *t, const struct target_rule *tr, int on_dump, const char *dump, const char *context,
+                     uint64_t bytes)
+{
+	const struct hook_cmd *cmd = on_dump ? &tr->fr.on_dump : &tr->fr.on_fire;
+	char err[512];
+
+	if (!t->cfg->hooks)
+		return;
+	if (cmd->argc == 0)
+		cmd = on_dump ? t->cfg->on_dump : t->cfg->on_fire;
+	if (!cmd || cmd->argc == 0)
+		return;
+	struct hook_env e = {
+	    .event = on_dump ? "on-dump" : "on-fire",
+	    .pid = t->dt.pid,
+	    .process = t->name,
+	    .rule = tr->fr.rule.name,
+	    .values = t->fire_desc,
+	    .dump = dump,
+	    .context = context,
+	    .dump_bytes = bytes,
+	    .dump_fd = dump ? open(dump, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1,
+	    .ctx_fd = context ? open(context, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1,
+	};
+	hook_run(t->cfg->hooks, cmd, tr->fr.hook_timeout_ns ? tr->fr.hook_timeout_ns : t->cfg->hook_timeout_ns, &e, err,
+	         sizeof(err));
+	if (e.dump_fd >= 0)
+		close(e.dump_fd);
+	if (e.ctx_fd >= 0)
+		close(e.ctx_fd);
+}
+
 static void fire(struct target *t, size_t i, int64_t now)
 {
 	struct target_rule *tr = &t->rules[i];
@@ -1005,6 +1041,8 @@ static void fire(struct target *t, size_t i, int64_t now)
 	json_object_object_add(rec, "fired_unix_us", json_object_new_int64(loop_wall_now() / 1000));
 	journal_write(t->cfg->journal, "fire", rec);
 	log_info("rule %s fired for pid %d (%s): %s", r->name, (int)t->dt.pid, t->name, desc);
+	snprintf(t->fire_desc, sizeof(t->fire_desc), "%s", desc);
+	run_hook(t, tr, 0, NULL, NULL, 0);
 	eval_record_fire(r, &tr->st, now);
 	tr->at_limit = 0;
 	int64_t unix_ns = loop_wall_now();
@@ -1309,9 +1347,14 @@ static void on_dump(struct loop *l, int fd, uint32_t events, void *ctx)
 		t->dumps++;
 		report_dump(rec, &res, tr->fr.rule.dump_type);
 		context_publish(t, DUMPCTX_DUMP, NULL, &res, rec);
+		struct json_object *cp = NULL;
+		char context[PATH_MAX] = "";
+		if (json_object_object_get_ex(rec, "context", &cp))
+			snprintf(context, sizeof(context), "%s", json_object_get_string(cp));
 		journal_write(t->cfg->journal, "dump", rec);
 		log_info("dump written: %s (%.1f MB in %.1f s, via %s)", res.path, (double)res.bytes / 1e6,
 		         res.duration_ms / 1e3, res.via);
+		run_hook(t, tr, 1, res.path, context[0] ? context : NULL, res.bytes);
 	}
 	/* The stream was not read while the process was frozen: its stall
 	 * clock starts again now. */

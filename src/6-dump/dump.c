@@ -27,6 +27,7 @@
 #include "dumpwatch/ipc.h"
 #include "dumpwatch/store.h"
 #include "dumpwatch/text.h"
+#include "dumpwatch/trust.h"
 #include "dumpwatch/units.h"
 
 /* The runtime answers the dump command only after createdump has exited; a
@@ -190,63 +191,6 @@ int dump_dir_writable_by(const char *dir, pid_t pid, uid_t uid, gid_t gid, char 
 	return -EACCES;
 }
 
-/* Owners whose files we may execute: root, and we ourselves when we are not
- * root (a user running dumpwatch trusts their own files, never another's). */
-static int exec_owner_ok(uid_t uid)
-{
-	return uid == 0 || uid == geteuid();
-}
-
-/* Every component of path (absolute, no symbolic links), from the file up to
- * /, must have a trusted owner and be writable by no one else: otherwise
- * another user could swap what we execute. A root-owned sticky directory
- * (/tmp) lets no one else rename or remove what root put in it. Nothing on
- * /proc: a process's root there is its own tree, whatever it holds. */
-static int path_is_exec_safe(const char *path, char *err, size_t errlen)
-{
-	char buf[PATH_MAX];
-	struct stat st;
-	struct statfs sf;
-
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-		return -ENAMETOOLONG;
-	for (;;) {
-		if (lstat(buf, &st) < 0 || statfs(buf, &sf) < 0) {
-			int e = errno;
-			snprintf(err, errlen, "cannot check %s: %s", buf, strerror(e));
-			return -e;
-		}
-		if (sf.f_type == PROC_SUPER_MAGIC) {
-			snprintf(err, errlen, "refusing to execute %s: it lies on /proc, in a process's own file tree",
-			         path);
-			return -EPERM;
-		}
-		if (S_ISLNK(st.st_mode)) {
-			snprintf(err, errlen, "refusing to execute %s: %s is a symbolic link", path, buf);
-			return -EPERM;
-		}
-		int sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) && st.st_uid == 0;
-		if (!exec_owner_ok(st.st_uid) || ((st.st_mode & (S_IWGRP | S_IWOTH)) && !sticky_dir)) {
-			snprintf(
-			    err, errlen,
-			    "refusing to execute %s: %s is owned by uid %u or writable by group/others (mode %04o)%s",
-			    path, buf, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
-			    geteuid() == 0 ? "; as root, only files root alone can change are executed" : "");
-			return -EPERM;
-		}
-		char *slash = strrchr(buf, '/');
-		if (!slash)
-			return 0;
-		if (slash == buf) {
-			if (buf[1] == '\0')
-				return 0;
-			buf[1] = '\0';
-			continue;
-		}
-		*slash = '\0';
-	}
-}
-
 int dump_version_ok(const char *v)
 {
 	size_t n;
@@ -262,36 +206,6 @@ int dump_version_ok(const char *v)
 			return 0;
 	}
 	return 1;
-}
-
-/* Resolves path to a real path and checks it (path_is_exec_safe). Paths
- * given below /proc are refused before resolution: /proc/PID/root/x names
- * a file in that process's tree, which resolving would silently replace by
- * the host's x. */
-static int exec_candidate(const char *path, char *out, size_t outlen, char *err, size_t errlen)
-{
-	char real[PATH_MAX];
-
-	if (strncmp(path, "/proc/", 6) == 0 || strcmp(path, "/proc") == 0) {
-		snprintf(err, errlen, "refusing to execute %s: it lies on /proc, in a process's own file tree", path);
-		return -EPERM;
-	}
-	if (!realpath(path, real)) {
-		int e = errno;
-		snprintf(err, errlen, "createdump %s: %s", path, strerror(e));
-		return -e;
-	}
-	int r = path_is_exec_safe(real, err, errlen);
-	if (r < 0)
-		return r;
-	if (access(real, X_OK) < 0) {
-		int e = errno;
-		snprintf(err, errlen, "createdump %s is not executable: %s", real, strerror(e));
-		return -e;
-	}
-	if (snprintf(out, outlen, "%s", real) >= (int)outlen)
-		return -ENAMETOOLONG;
-	return 0;
 }
 
 /* The places a host's .NET runtime is installed (Microsoft's packages and
@@ -335,7 +249,7 @@ int dump_find_createdump(const char *runtime_version, const char *configured, ch
 	int unsafe = 0;
 
 	if (configured && configured[0])
-		return exec_candidate(configured, out, outlen, err, errlen);
+		return trust_exec_path(configured, "createdump", out, outlen, err, errlen);
 	if (!runtime_version || !runtime_version[0]) {
 		snprintf(err, errlen,
 		         "the runtime did not report its version, so no createdump of the host can be matched to it: "
@@ -379,7 +293,7 @@ int dump_find_createdump(const char *runtime_version, const char *configured, ch
 			continue;
 		/* Found: it must be safe, or the next place is tried. */
 		char why[512];
-		int r = exec_candidate(cand, out, outlen, why, sizeof(why));
+		int r = trust_exec_path(cand, "createdump", out, outlen, why, sizeof(why));
 		if (r == 0)
 			return 0;
 		if (!unsafe) {

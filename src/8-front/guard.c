@@ -539,7 +539,21 @@ static void maybe_finish_stop(struct guard *g)
 	for (size_t i = 0; i < g->n_procs; i++)
 		if (target_busy(g->procs[i]->tg))
 			return;
+	if (hook_running(g->hooks))
+		return;
 	loop_stop(g->loop);
+}
+
+static void on_hook_done(void *ctx, int ok)
+{
+	struct guard *g = ctx;
+
+	if (ok)
+		g->n_hooks++;
+	else
+		g->n_hooks_failed++;
+	if (g->stopping)
+		maybe_finish_stop(g);
 }
 
 static void begin_stop(struct guard *g, int signo)
@@ -559,6 +573,11 @@ static void begin_stop(struct guard *g, int signo)
 	}
 	if (jobs > 0)
 		log_info("waiting up to %.1f s for %zu dump(s) in progress", (double)g->o->stop_timeout_ns / 1e9, jobs);
+	if (hook_running(g->hooks) > 0) {
+		log_info("waiting up to %.1f s for %zu hook(s) running", (double)g->o->stop_timeout_ns / 1e9,
+		         hook_running(g->hooks));
+		jobs += hook_running(g->hooks);
+	}
 	/* Tracing ends within TARGET_STOP_MS; dumps get the stop timeout. */
 	int64_t wait_ns = jobs ? g->o->stop_timeout_ns : (int64_t)TARGET_STOP_MS * 1000000LL;
 	g->stop_deadline = loop_now() + wait_ns;
@@ -667,6 +686,23 @@ int guard_run(const struct guard_options *o)
 		if (control_open(g.loop, sock, guard_status_text, &g, &g.control, err, sizeof(err)) < 0)
 			log_warn("%s; `dumpwatch status` will not answer", err);
 	}
+	{
+		struct hook_user hu;
+		int hr = hook_user_resolve(o->hook_user, &hu, err, sizeof(err));
+		if (hr < 0 && (o->hook_user || o->on_fire.argc || o->on_dump.argc)) {
+			log_error("%s", err);
+			code = DW_EXIT_USAGE;
+			goto out;
+		}
+		/* Without a user to run them as (no "nobody" here), hooks of rule
+		 * files are refused when they are due, each journaled. */
+		g.hooks = hook_runner_new(g.loop, g.journal, hr < 0 ? NULL : &hu, on_hook_done, &g);
+		if (!g.hooks) {
+			log_error("out of memory");
+			code = DW_EXIT_RUNTIME;
+			goto out;
+		}
+	}
 	g.tcfg = (struct target_config){
 	    .loop = g.loop,
 	    .journal = g.journal,
@@ -682,6 +718,10 @@ int guard_run(const struct guard_options *o)
 	    .verbose = o->verbose,
 	    .pid_prefix = 1,
 	    .retry = 1,
+	    .hooks = g.hooks,
+	    .on_fire = &o->on_fire,
+	    .on_dump = &o->on_dump,
+	    .hook_timeout_ns = o->hook_timeout_ns,
 	};
 
 	{
@@ -750,6 +790,8 @@ out:
 		struct proc *p = g.procs[--g.n_procs];
 		proc_free(p);
 	}
+	hook_runner_free(g.hooks); /* hooks still running are killed (journaled) */
+	g.hooks = NULL;
 	{
 		struct json_object *rec = json_object_new_object();
 		json_object_object_add(rec, "exit_code", json_object_new_int(code));

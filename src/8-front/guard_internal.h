@@ -149,6 +149,8 @@ struct guard {
 	struct control *control;
 	int64_t start_wall_ns;
 	uint64_t n_dumps, n_dumps_failed, n_dumps_skipped;
+	struct hook_runner *hooks;
+	uint64_t n_hooks, n_hooks_failed;
 	int exit_code;
 	int64_t start_ns;
 };

@@ -141,6 +141,11 @@ static void usage(FILE *f)
 	    "                           those dumpwatch reads (.NET 10 filters by event id; for comparison)\n"
 	    "      --launcher ID|off    show dumps on the desktop launcher entry ID (default %s; a sudo run\n"
 	    "                           shows them to the user who ran sudo)%s\n"
+	    "      --on-fire CMD        run CMD when a rule fires, --on-dump CMD when its dump is written:\n"
+	    "                           a program (absolute path, root's) and its arguments, no shell;\n"
+	    "                           DUMPWATCH_* variables say what happened (rules may set their own)\n"
+	    "      --hook-user USER     whom hooks run as (default nobody; never root)\n"
+	    "      --hook-timeout D     kill a hook still running after D (default 30s)\n"
 	    "  -v, --verbose            print metrics as they arrive\n"
 	    "\n"
 	    "guard options (with --rules-dir; limits and dump type come from the rule files, by default\n"
@@ -622,6 +627,9 @@ struct cli {
 	size_t n_allow_dump_dirs;
 	char **operands; /* PID MB */
 	int n_operands;
+	struct hook_cmd on_fire, on_dump; /* argc 0: not given */
+	const char *hook_user;
+	int64_t hook_timeout_ns;
 };
 
 /* cli_parse's "no exit status yet: go on". */
@@ -645,8 +653,26 @@ enum {
 	OPT_ALL_EVENTS,
 	OPT_CREATEDUMP,
 	OPT_ALLOW_DUMP_DIR,
-	OPT_LAUNCHER
+	OPT_LAUNCHER,
+	OPT_ON_FIRE,
+	OPT_ON_DUMP,
+	OPT_HOOK_USER,
+	OPT_HOOK_TIMEOUT
 };
+
+/* --on-fire, --on-dump: split, and the program checked now as createdump is,
+ * so that a file root must not run is a usage error at start. */
+static int hook_option(const char *name, const char *arg, struct hook_cmd *cmd)
+{
+	char err[512], real[PATH_MAX];
+
+	if (hook_cmd_parse(arg, cmd, err, sizeof(err)) < 0 ||
+	    trust_exec_path(hook_cmd_arg(cmd, 0), "hook", real, sizeof(real), err, sizeof(err)) < 0) {
+		log_error("%s: %s", name, err);
+		return -EINVAL;
+	}
+	return 0;
+}
 
 /* --createdump: checked now, so that a file root must not run is a usage
  * error at start, not a failed dump at 3 a.m. */
@@ -757,6 +783,21 @@ static int cli_option(struct cli *c, int opt, const char *arg)
 		return duration_option("--stop-timeout", arg, &c->stop_timeout_ns);
 	case OPT_DUMP_TIMEOUT:
 		return duration_option("--dump-timeout", arg, &c->dump_timeout_ns);
+	case OPT_ON_FIRE:
+		return hook_option("--on-fire", arg, &c->on_fire);
+	case OPT_ON_DUMP:
+		return hook_option("--on-dump", arg, &c->on_dump);
+	case OPT_HOOK_USER:
+		c->hook_user = arg;
+		return 0;
+	case OPT_HOOK_TIMEOUT:
+		if (duration_option("--hook-timeout", arg, &c->hook_timeout_ns) < 0)
+			return -EINVAL;
+		if (c->hook_timeout_ns < DW_NS_PER_SEC || c->hook_timeout_ns > 24 * 3600 * DW_NS_PER_SEC) {
+			log_error("--hook-timeout must be from 1s to 24h");
+			return -EINVAL;
+		}
+		return 0;
 	case OPT_MIN_FREE:
 		return store_option_min_free(arg, &c->store);
 	case OPT_STORE_MAX_SIZE:
@@ -847,6 +888,10 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	                                     {"proc-interval", required_argument, NULL, OPT_PROC_INTERVAL},
 	                                     {"all-events", no_argument, NULL, OPT_ALL_EVENTS},
 	                                     {"allow-dump-dir", required_argument, NULL, OPT_ALLOW_DUMP_DIR},
+	                                     {"on-fire", required_argument, NULL, OPT_ON_FIRE},
+	                                     {"on-dump", required_argument, NULL, OPT_ON_DUMP},
+	                                     {"hook-user", required_argument, NULL, OPT_HOOK_USER},
+	                                     {"hook-timeout", required_argument, NULL, OPT_HOOK_TIMEOUT},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, OPT_VERSION},
 	                                     {NULL, 0, NULL, 0}};
@@ -959,6 +1004,10 @@ static int guard_options_from_cli(const struct cli *c, struct guard_options *go)
 	go->store = c->store;
 	go->dump_timeout_ns = c->dump_timeout_ns;
 	go->createdump = c->createdump;
+	go->on_fire = c->on_fire;
+	go->on_dump = c->on_dump;
+	go->hook_user = c->hook_user;
+	go->hook_timeout_ns = c->hook_timeout_ns;
 	return 0;
 }
 
@@ -1066,6 +1115,10 @@ static int run_watch(struct cli *c)
 	o.dump_timeout_ns = c->dump_timeout_ns;
 	o.createdump = c->createdump;
 	o.launcher = c->launcher ? c->launcher : LAUNCHER_DEFAULT_ID;
+	o.on_fire = c->on_fire;
+	o.on_dump = c->on_dump;
+	o.hook_user = c->hook_user;
+	o.hook_timeout_ns = c->hook_timeout_ns;
 	return watch_run(&o);
 }
 

@@ -32,8 +32,12 @@ struct watcher {
 	struct target_config cfg;
 	struct target *t;
 	int exit_code;
-	int session_lost; /* the session failed while a dump ran: end after it */
-	int stopping;     /* waiting for tracing to end */
+	struct hook_user hook_user;
+	int have_hooks;
+	struct hook_runner *hooks;
+	int waiting_hooks; /* the loop runs again only for them */
+	int session_lost;  /* the session failed while a dump ran: end after it */
+	int stopping;      /* waiting for tracing to end */
 	struct launcher *launcher;
 	struct loop_timer progress;
 };
@@ -196,6 +200,15 @@ static void on_signal(struct loop *l, int signo, void *ctx)
 	finish(w, DW_EXIT_SIGNAL);
 }
 
+static void on_hook_done(void *ctx, int ok)
+{
+	struct watcher *w = ctx;
+	(void)ok;
+
+	if (w->waiting_hooks && hook_running(w->hooks) == 0)
+		loop_stop(w->loop);
+}
+
 static void on_stop_deadline(struct loop *l, void *ctx)
 {
 	(void)ctx;
@@ -240,11 +253,23 @@ int watch_run(const struct watch_options *o)
 		log_error("%s", err);
 		return DW_EXIT_USAGE;
 	}
+	if (o->on_fire.argc || o->on_dump.argc || o->hook_user) {
+		struct hook_user hu;
+		if (hook_user_resolve(o->hook_user, &hu, err, sizeof(err)) < 0) {
+			log_error("%s", err);
+			journal_close(w.journal);
+			return DW_EXIT_USAGE;
+		}
+		w.hook_user = hu;
+		w.have_hooks = 1;
+	}
 	/* Forked before anything else runs: the child takes nothing along. */
 	w.launcher = launcher_start(o->launcher, o->verbose);
 	w.loop = loop_new();
 	loop_timer_init(&w.progress, on_progress, &w);
 	rules = target_rules_of(o);
+	if (w.loop && w.have_hooks)
+		w.hooks = hook_runner_new(w.loop, w.journal, &w.hook_user, on_hook_done, &w);
 	w.cfg = (struct target_config){
 	    .loop = w.loop,
 	    .journal = w.journal,
@@ -258,9 +283,14 @@ int watch_run(const struct watch_options *o)
 	    .history_ns = o->history_ns,
 	    .proc_interval_ns = o->proc_interval_ns,
 	    .verbose = o->verbose,
+	    .hooks = w.hooks,
+	    .on_fire = &o->on_fire,
+	    .on_dump = &o->on_dump,
+	    .hook_timeout_ns = o->hook_timeout_ns,
 	};
 	w.t = w.loop ? target_new(&w.cfg, &watch_hooks, &w, &dt) : NULL;
-	if (!w.loop || !rules || !w.t || loop_add_signals(w.loop, signals, 3, on_signal, &w) < 0) {
+	if (!w.loop || !rules || !w.t || (w.have_hooks && !w.hooks) ||
+	    loop_add_signals(w.loop, signals, 3, on_signal, &w) < 0) {
 		log_error("out of memory");
 		free(rules);
 		r = DW_EXIT_RUNTIME;
@@ -289,6 +319,16 @@ int watch_run(const struct watch_options *o)
 			loop_run(w.loop);
 		}
 	}
+	/* Hooks of the dumps taken run to their end (or their timeout), unless
+	 * a signal stopped the watch. */
+	if (hook_running(w.hooks) > 0 && w.exit_code != DW_EXIT_SIGNAL) {
+		log_info("waiting for %zu hook(s) to end", hook_running(w.hooks));
+		w.waiting_hooks = 1;
+		loop_set_timer(w.loop, hook_last_deadline(w.hooks) + 1000000000LL, on_stop_deadline, &w);
+		loop_run(w.loop);
+	}
+	hook_runner_free(w.hooks); /* what still runs is killed, journaled */
+	w.hooks = NULL;
 	{
 		struct json_object *rec = json_object_new_object();
 		json_object_object_add(rec, "pid", json_object_new_int(dt.pid));
@@ -304,6 +344,7 @@ out:
 	if (w.loop)
 		loop_timer_disarm(w.loop, &w.progress);
 	target_free(w.t);
+	hook_runner_free(w.hooks);
 	loop_free(w.loop);
 	launcher_stop(w.launcher); /* cleared, whatever ended the watch */
 	journal_close(w.journal);

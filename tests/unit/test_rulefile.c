@@ -226,7 +226,7 @@ static const struct bad_text bad_texts[] = {
     {"{\"name\": 7, \"when\": \"gc-pause > 1s\"}", "1:10: \"name\" must be a string"},
     {RULE_HEAD "\"enabled\": 1}", "1:52: \"enabled\" must be true or false"},
     {RULE_HEAD "\"frob\": 1}", "1:41: unknown key \"frob\" in rule; the keys are name, description, process, when, "
-                               "dump, limits, enabled, rules"},
+                               "dump, limits, enabled, hooks, upload, rules"},
     {RULE_HEAD "\"\\u006cimit\": {}}", "1:41: unknown key \"limit\" in rule; did you mean \"limits\"?"},
     {RULE_HEAD "\"name\": \"y\"}", "1:41: key \"name\" appears twice in rule (first at 1:2)"},
     {RULE_HEAD "\"process\": {\"nmae\": \"a\"}}", "1:53: unknown key \"nmae\" in process; did you mean \"name\"?"},
@@ -601,8 +601,69 @@ static void test_not_rule_files(void)
 	}
 }
 
+static void test_hooks_upload(void)
+{
+	struct file_rule *r = NULL;
+	char first[600];
+	const char *t =
+	    "{\"name\": \"h\", \"when\": \"loh-size > 1MB\", \"hooks\": {\"on-fire\": [\"/bin/a\", \"x y\"], "
+	    "\"on-dump\": \"/bin/b '1 2' 3\", \"timeout\": \"2m\"}, \"upload\": {\"prefix\": \"team/a\", "
+	    "\"keep-local\": false}}";
+
+	CHECK(parse(t, strlen(t), &r, first, sizeof(first), NULL) == 1);
+	if (r) {
+		CHECK(r[0].on_fire.argc == 2 && strcmp(hook_cmd_arg(&r[0].on_fire, 1), "x y") == 0);
+		CHECK(r[0].on_dump.argc == 3 && strcmp(hook_cmd_arg(&r[0].on_dump, 1), "1 2") == 0);
+		CHECK(r[0].hook_timeout_ns == 120LL * 1000000000LL);
+		CHECK(r[0].upload == 1 && strcmp(r[0].upload_prefix, "team/a") == 0 && r[0].upload_keep == 0);
+	}
+	free(r);
+	t = "{\"name\": \"h\", \"when\": \"loh-size > 1MB\"}";
+	CHECK(parse(t, strlen(t), &r, first, sizeof(first), NULL) == 1);
+	CHECK(r && r[0].upload == -1 && r[0].upload_keep == -1 && r[0].on_fire.argc == 0);
+	free(r);
+	t = "{\"name\": \"h\", \"when\": \"loh-size > 1MB\", \"upload\": false}";
+	CHECK(parse(t, strlen(t), &r, first, sizeof(first), NULL) == 1);
+	CHECK(r && r[0].upload == 0);
+	free(r);
+
+	static const struct {
+		const char *text, *first;
+	} bad[] = {
+	    {"{\"name\": \"h\", \"when\": \"loh-size > 1MB\", \"hooks\": {\"on-fire\": \"notify me\"}}",
+	     "1:62: \"on-fire\": hook program \"notify\" must be an absolute path (it runs without a shell or PATH)"},
+	    {"{\"name\": \"h\", \"when\": \"loh-size > 1MB\", \"hooks\": {\"on-dump\": [\"rel\"]}}",
+	     "1:62: \"on-dump\": the program must be an absolute path (hooks run without a shell or PATH)"},
+	    {"{\"name\": \"h\", \"when\": \"loh-size > 1MB\", \"hooks\": {\"on-dump\": [\"/bin/x\", 3]}}",
+	     "1:62: \"on-dump\": every word of the command must be a string"},
+	    {"{\"name\": \"h\", \"when\": \"loh-size > 1MB\", \"hooks\": {\"on-dump\": []}}",
+	     "1:62: \"on-dump\" must be a command: an array such as [\"/usr/local/bin/notify\", \"--dump\"] or a "
+	     "string"},
+	    {"{\"name\": \"h\", \"when\": \"loh-size > 1MB\", \"hooks\": {\"timeout\": \"0s\"}}",
+	     "1:62: hook \"timeout\" must be from 1s to 24h"},
+	    {"{\"name\": \"h\", \"when\": \"loh-size > 1MB\", \"hooks\": {\"on-fyre\": \"/bin/x\"}}",
+	     "1:51: unknown key \"on-fyre\" in hooks; did you mean \"on-fire\"?"},
+	    {"{\"name\": \"h\", \"when\": \"loh-size > 1MB\", \"upload\": {\"prefix\": \"../x\"}}",
+	     "1:62: upload prefix \"../x\" may only hold letters, digits, '.', '_', '-' and '/', not start with '/' "
+	     "nor "
+	     "hold \"..\""},
+	    {"{\"name\": \"h\", \"when\": \"loh-size > 1MB\", \"upload\": {\"bucket\": \"x\"}}",
+	     "1:52: unknown key \"bucket\" in upload; the keys are prefix, keep-local"},
+	    {"{\"name\": \"h\", \"when\": \"loh-size > 1MB\", \"upload\": \"yes\"}",
+	     "1:51: \"upload\" must be true, false or an object such as {\"prefix\": \"orders/\", \"keep-local\": "
+	     "false}"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = NULL;
+		CHECK(parse(bad[i].text, strlen(bad[i].text), &r, first, sizeof(first), NULL) == -EINVAL);
+		CHECK_STR(first, bad[i].first);
+		free(r);
+	}
+}
+
 int main(void)
 {
+	test_hooks_upload();
 	test_good_single();
 	test_good_list();
 	test_bad_files();

@@ -1,0 +1,110 @@
+/* Hooks: commands the operator asks dumpwatch to run when a rule fires
+ * (on-fire) and when its dump is published (on-dump). A hook is an argv,
+ * executed without a shell, as an unprivileged user the operator names, in a
+ * clean environment that says what happened (DUMPWATCH_* variables), with
+ * the dump and its context open on descriptors 3 and 4 (the files are
+ * root's; the hook's user reads them through those), under a timeout that
+ * kills its whole process group. Its program is checked as createdump is
+ * (trust_exec_path): root's, in directories only root can change. Each run
+ * is journaled ("hook", or "hook-failed" with the reason) when it ends; the
+ * runner lives on the shared loop and outlives the process the hook is
+ * about. */
+#ifndef DUMPWATCH_HOOK_H
+#define DUMPWATCH_HOOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dumpwatch/journal.h"
+#include "dumpwatch/loop.h"
+
+#define HOOK_ARGS_MAX 32     /* arguments of one command, the program included */
+#define HOOK_ARGV_BYTES 1024 /* their text, NULs included */
+#define HOOK_RUNNING_MAX 16  /* hooks running at once; more are refused (journaled) */
+#define HOOK_OUTPUT_TAIL 512 /* bytes of a hook's output kept for the journal */
+#define HOOK_GROUPS_MAX 64   /* supplementary groups of the hook's user */
+
+/* One command: argc strings stored one after another, each NUL-terminated. */
+struct hook_cmd {
+	char buf[HOOK_ARGV_BYTES];
+	uint32_t len;
+	uint32_t argc;
+};
+
+/* Splits text into words as a shell would without expanding anything:
+ * blanks separate, '...' and "..." quote, a backslash escapes the next
+ * character (inside "..." only before " and \). The program must be an
+ * absolute path. 0, or -EINVAL / -E2BIG with a sentence in err. Pure. */
+int hook_cmd_parse(const char *text, struct hook_cmd *out, char *err, size_t errlen);
+
+/* Appends one argument. 0, or -E2BIG when it does not fit. Pure. */
+int hook_cmd_add(struct hook_cmd *c, const char *arg);
+
+/* Argument i, or NULL past the last. */
+const char *hook_cmd_arg(const struct hook_cmd *c, size_t i);
+
+/* The command as one line (words quoted where needed), for messages. */
+void hook_cmd_format(const struct hook_cmd *c, char *out, size_t outlen);
+
+/* Whom hooks run as. */
+struct hook_user {
+	char name[64];
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[HOOK_GROUPS_MAX];
+	size_t n_groups;
+};
+
+/* Resolves name (a user name or a decimal uid; NULL: "nobody") into u. As
+ * root, root itself (uid 0) is refused: hooks run unprivileged. Not root,
+ * hooks run as ourselves: any other name is refused. 0, or -errno with a
+ * sentence in err. */
+int hook_user_resolve(const char *name, struct hook_user *u, char *err, size_t errlen);
+
+/* What a hook is told (each string may be NULL: the variable is left out).
+ * The strings are copied; what a process chose (its name) is escaped. */
+struct hook_env {
+	const char *event; /* "on-fire" or "on-dump" */
+	pid_t pid;
+	const char *process;
+	const char *rule;
+	const char *values;    /* "metric=value ..." of the rule's conditions at the fire */
+	const char *dump;      /* on-dump: the dump's path */
+	const char *context;   /* on-dump: its context file's path */
+	uint64_t dump_bytes;   /* on-dump */
+	const char *container; /* container id, pod uid, when the process has them */
+	const char *pod;
+	int dump_fd; /* on-dump: the dump, open for reading (given to the hook as fd 3); -1: none */
+	int ctx_fd;  /* its context (fd 4); -1: none */
+};
+
+struct hook_runner;
+
+/* Called when a hook ended: ok is 1 when it exited with status 0. */
+typedef void (*hook_done_fn)(void *ctx, int ok);
+
+/* A runner on loop l journaling to j (NULL: no journal), running hooks as
+ * user (NULL: none can be run; each is refused, journaled). NULL on out of
+ * memory. */
+struct hook_runner *hook_runner_new(struct loop *l, struct journal *j, const struct hook_user *user, hook_done_fn done,
+                                    void *done_ctx);
+
+/* Kills the hooks still running (their process groups), journals them as
+ * failed ("dumpwatch stopped") and frees h. NULL is a no-op. */
+void hook_runner_free(struct hook_runner *h);
+
+/* Starts cmd for env with a timeout (0: HOOK_DEFAULT_TIMEOUT_NS). Returns 0
+ * when it runs (the end is journaled later), or -errno when it could not
+ * start (journaled "hook-failed" here, err says why). */
+int hook_run(struct hook_runner *h, const struct hook_cmd *cmd, int64_t timeout_ns, const struct hook_env *env,
+             char *err, size_t errlen);
+
+/* Hooks running now. */
+size_t hook_running(const struct hook_runner *h);
+
+/* The latest deadline of the hooks running (CLOCK_MONOTONIC), 0 when none:
+ * how long a stop may wait for them. */
+int64_t hook_last_deadline(const struct hook_runner *h);
+
+#endif
