@@ -1,0 +1,179 @@
+/* A client for S3-compatible object storage, for uploading dumps: AWS
+ * Signature Version 4 (header form), path-style and virtual-hosted URLs, a
+ * single PUT or a multipart upload of a range of an open file, the server's
+ * errors turned into -errno and one sentence, and the credentials read from
+ * the environment or from a root-only file.
+ *
+ * s3_put_file blocks (libcurl's easy interface): it is meant for a child
+ * process per upload. Every request is bounded by a connect timeout, a
+ * low-speed limit and a total time; nothing the server sends is kept beyond a
+ * fixed bound, and what of it reaches an error sentence is escaped into one
+ * line. The secret key and the signatures never appear in a sentence.
+ *
+ * The rest is pure (no sockets, no clock, no globals) and unit-tested:
+ * signing, URI encoding, URL building, the bounded XML field extraction and
+ * the classification of errors. */
+#ifndef DUMPWATCH_S3_H
+#define DUMPWATCH_S3_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define S3_DEFAULT_REGION "us-east-1"
+#define S3_PART_MIN (5ULL << 20) /* S3's smallest part (all but the last) */
+#define S3_PART_MAX (5ULL << 30) /* and largest */
+#define S3_PART_DEFAULT (64ULL << 20)
+#define S3_PARTS_MAX 10000         /* parts in one multipart upload */
+#define S3_OBJECT_MAX (5ULL << 40) /* S3's largest object, 5 TiB */
+#define S3_KEY_MAX 1024            /* bytes of a key, prefix included */
+#define S3_ETAG_MAX 128            /* longest ETag taken from a server */
+
+struct s3_credentials {
+	char access_key_id[128];
+	char secret_access_key[128];
+	char session_token[4096]; /* "" when none; sent as x-amz-security-token */
+};
+
+enum s3_addressing {
+	S3_ADDRESSING_AUTO = 0, /* virtual-hosted when the host ends in amazonaws.com, else path-style */
+	S3_ADDRESSING_PATH,     /* http://HOST/BUCKET/KEY */
+	S3_ADDRESSING_VHOST,    /* http://BUCKET.HOST/KEY */
+};
+
+/* Where and how to upload. Zero values take the defaults. The strings are
+ * the caller's and must outlive the call. */
+struct s3_config {
+	const char *endpoint; /* "http[s]://HOST[:PORT]" with no path, e.g. "https://s3.eu-west-1.amazonaws.com" */
+	const char *region;   /* NULL or "": us-east-1 */
+	const char *bucket;   /* letters, digits, '.', '-', '_'; 1-255 bytes */
+	const char *prefix;   /* NULL or "": none; put before every key as it is (e.g. "dumps/host1/") */
+	enum s3_addressing addressing;
+	uint64_t part_size;           /* 0: 64 MiB; 5 MiB to 5 GiB; grown to keep a file within 10000 parts */
+	long connect_timeout_ms;      /* 0: 10 s */
+	long request_timeout_ms;      /* 0: 30 min; the whole of one request (one part) */
+	long low_speed_bytes_per_sec; /* 0: 1024; a request slower than this ... */
+	long low_speed_time_s;        /* 0: 60; ... for this long is abandoned (retryable) */
+	const struct s3_credentials *creds;
+};
+
+/* What a successful upload made. */
+struct s3_result {
+	char key[S3_KEY_MAX + 1];   /* the object's key, prefix included */
+	char etag[S3_ETAG_MAX + 1]; /* as the server gave it ("" when it gave none) */
+	uint64_t size;
+	unsigned parts; /* 0: a single PUT */
+};
+
+/* Checks c (endpoint form, bucket name, region, part size, credentials).
+ * Returns 0, or -EINVAL with a sentence. */
+int s3_config_check(const struct s3_config *c, char *err, size_t errlen);
+
+/* The part size an upload of size bytes uses: configured (0: the default)
+ * clamped to 5 MiB..5 GiB, then doubled until size fits in 10000 parts. */
+uint64_t s3_part_size(uint64_t configured, uint64_t size);
+
+/* URI-encodes len bytes at s as SigV4 wants for S3: A-Z a-z 0-9 - _ . ~ kept,
+ * '/' kept when keep_slash, every other byte %XX (upper-case hex). Writes a
+ * NUL-terminated result into out. Returns its length, or -ENAMETOOLONG when
+ * it does not fit in outlen. */
+int s3_uri_encode(const char *s, size_t len, int keep_slash, char *out, size_t outlen);
+
+/* The request target of an object (key NULL: of the bucket itself, for
+ * nothing yet): the full URL without query, the Host header value, and the
+ * canonical URI (the encoded path) that is signed. Path-style or
+ * virtual-hosted as c says. Returns 0, -EINVAL (bad endpoint or key, with a
+ * sentence) or -ENAMETOOLONG. */
+struct s3_target {
+	char url[4096];
+	char host[512];
+	char uri[3 * S3_KEY_MAX + 512];
+};
+int s3_target_build(const struct s3_config *c, const char *key, struct s3_target *out, char *err, size_t errlen);
+
+/* A name and a value: a query parameter or a header. */
+struct s3_param {
+	const char *name;
+	const char *value;
+};
+
+/* One request to sign (AWS Signature Version 4, header form). */
+struct s3_sign_input {
+	const char *method;           /* "PUT" */
+	const char *canonical_uri;    /* already encoded: s3_target.uri */
+	const struct s3_param *query; /* raw names and values (encoded here); "uploads" takes value "" */
+	size_t nquery;
+	const struct s3_param *headers; /* every header to sign, host and x-amz-* included; names in any case */
+	size_t nheaders;
+	const char *payload_hash; /* hex SHA-256 of the body, as sent in x-amz-content-sha256 */
+	const char *amz_date;     /* "YYYYMMDDTHHMMSSZ", as sent in x-amz-date */
+	const char *region;
+	const char *service; /* NULL: "s3" */
+	const char *access_key_id;
+	const char *secret_access_key;
+};
+
+/* Writes the Authorization header value ("AWS4-HMAC-SHA256 Credential=...,
+ * SignedHeaders=...,Signature=...") into out. Returns 0, -EINVAL for a
+ * malformed date or too many headers, -ENAMETOOLONG when out is too small. */
+int s3_sign_v4(const struct s3_sign_input *in, char *out, size_t outlen);
+
+/* The query string of a request: the parameters sorted by name, names and
+ * values encoded, "name=value" joined by '&' (what is signed and sent).
+ * Returns its length or -ENAMETOOLONG. */
+int s3_query_string(const struct s3_param *query, size_t nquery, char *out, size_t outlen);
+
+/* x-amz-date for t: "YYYYMMDDTHHMMSSZ" (UTC). */
+void s3_amz_date(time_t t, char out[17]);
+
+/* Finds the text of the first <tag>...</tag> element in body[0..len) (no
+ * attributes, no nesting inside it), decodes the predefined entities and
+ * numeric character references, and writes it NUL-terminated into out, cut to
+ * outlen-1 bytes. Returns 0, -ENOENT when the element is absent or not closed
+ * within len, -EBADMSG for a malformed entity. Never reads past len. */
+int s3_xml_text(const char *body, size_t len, const char *tag, char *out, size_t outlen);
+
+/* When one header line (as libcurl hands it over, with or without CRLF) is
+ * "name: value" with the given name (any case), copies its value, blanks
+ * around it trimmed, into out. Returns 0, -ENOENT for another header,
+ * -E2BIG when the value does not fit in outlen. */
+int s3_header_value(const char *line, size_t len, const char *name, char *out, size_t outlen);
+
+/* Judges the answer to a request: an HTTP status and its body. Returns 0 for
+ * a 2xx without an <Error> (CompleteMultipartUpload may answer 200 with one);
+ * otherwise -EAGAIN (5xx, 429, SlowDown, RequestTimeout, InternalError,
+ * ServiceUnavailable: worth retrying later), -EACCES (AccessDenied,
+ * InvalidAccessKeyId, SignatureDoesNotMatch, expired or invalid tokens, a
+ * 403), -ENOENT (NoSuchBucket, NoSuchUpload, a 404) or -EIO (anything else),
+ * and writes one sentence into err: what (e.g. "PUT of mybucket/a.dmp"), the
+ * status, the S3 code and message from the body (escaped, bounded) and what to
+ * do. */
+int s3_judge_response(long status, const char *body, size_t len, const char *what, char *err, size_t errlen);
+
+/* Reads credentials into out. file NULL: from AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (optional). Otherwise from the
+ * file, KEY=VALUE lines with those names (blank lines, '#' comments; a value
+ * may be in matching single or double quotes; other names are ignored); a
+ * relative name is taken in $CREDENTIALS_DIRECTORY (systemd LoadCredential=).
+ * The file must be a regular file, not a symbolic link, owned by root or the
+ * effective uid, with no permission for group or others. Returns 0, -ENOENT
+ * (no credentials, no file), -EPERM (a file refused: the sentence says what to
+ * fix), -EINVAL (a malformed line, with FILE:LINE), or another -errno. */
+int s3_credentials_load(struct s3_credentials *out, const char *file, char *err, size_t errlen);
+
+/* Overwrites the credentials (the secret stays in no freed memory). */
+void s3_credentials_clear(struct s3_credentials *c);
+
+/* Uploads size bytes of the open regular file fd, from offset 0, as
+ * prefix+key, with content_type (NULL: application/octet-stream). A single
+ * PUT when size <= the part size, else a multipart upload, aborted on any
+ * failure. The file is read with pread only (twice: once to hash each
+ * request's payload, once to send it), so fd's offset is untouched; the bytes
+ * must not change meanwhile. Returns 0 with out filled (out may be NULL),
+ * -EAGAIN for a failure worth retrying (no connection, a timeout, 5xx, 429,
+ * throttling), or a permanent -errno (-EACCES, -ENOENT, -EINVAL, -EIO, -EFBIG),
+ * with one sentence in err. */
+int s3_put_file(const struct s3_config *c, int fd, uint64_t size, const char *key, const char *content_type,
+                struct s3_result *out, char *err, size_t errlen);
+
+#endif
