@@ -11,6 +11,7 @@
 
 #include "dumpwatch/dump.h"
 #include "dumpwatch/hook.h"
+#include "dumpwatch/upload.h"
 
 #define GUARD_SOCKET_DIRS_MAX 16
 #define GUARD_ALLOW_DUMP_DIRS_MAX 16
@@ -43,6 +44,7 @@ struct guard_options {
 	struct hook_cmd on_fire, on_dump;
 	const char *hook_user;
 	int64_t hook_timeout_ns;
+	const struct upload_options *upload; /* --upload; NULL: none */
 };
 
 /* Runs until SIGTERM or SIGINT. Returns DW_EXIT_OK after a clean stop, or

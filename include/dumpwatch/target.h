@@ -30,6 +30,7 @@
 #include "dumpwatch/rulefile.h"
 #include "dumpwatch/session.h"
 #include "dumpwatch/store.h"
+#include "dumpwatch/upload.h"
 
 /* Deadlines of the requests to a runtime. A live runtime answers in
  * microseconds (ProcessInfo, CollectTracing measured under 1 ms on .NET
@@ -70,6 +71,10 @@ struct target_config {
 	struct hook_runner *hooks;
 	const struct hook_cmd *on_fire, *on_dump;
 	int64_t hook_timeout_ns;
+	/* Uploads: the queue (NULL: no --upload), and whether rules that do not
+	 * say are uploaded. */
+	struct uploader *uploads;
+	int upload_default;
 };
 
 /* One rule applied to the process, with its evaluation state. */

@@ -1029,6 +1029,42 @@ static void run_hook(struct target *t, const struct target_rule *tr, int on_dump
 		close(e.ctx_fd);
 }
 
+/* Queues the dump and its context files for upload when the rule (or, when
+ * it does not say, the daemon) wants it. */
+static void ship(struct target *t, const struct target_rule *tr, const char *dump, const char *context,
+                 const char *plot)
+{
+	char err[512];
+	int want = tr->fr.upload < 0 ? t->cfg->upload_default : tr->fr.upload;
+
+	if (!want)
+		return;
+	if (!t->cfg->uploads) {
+		struct json_object *rec = rec_rule(t, tr->fr.rule.name);
+		json_object_object_add(rec, "dump", json_object_new_string(dump));
+		json_object_object_add(rec, "permanent", json_object_new_boolean(1));
+		json_object_object_add(rec, "local", json_object_new_string("kept"));
+		journal_err(t, "upload-failed", rec,
+		            "the rule asks for an upload, but dumpwatch runs without --upload: start it with "
+		            "--upload s3://BUCKET[/PREFIX]");
+		log_warn("rule %s asks for an upload of %s, but dumpwatch runs without --upload", tr->fr.rule.name,
+		         dump);
+		return;
+	}
+	struct upload_item it = {.n_files = 0,
+	                         .prefix = tr->fr.upload_prefix[0] ? tr->fr.upload_prefix : NULL,
+	                         .keep_local = tr->fr.upload_keep,
+	                         .pid = t->dt.pid,
+	                         .process = t->name,
+	                         .rule = tr->fr.rule.name};
+	it.files[it.n_files++] = dump;
+	if (context && context[0])
+		it.files[it.n_files++] = context;
+	if (plot && plot[0])
+		it.files[it.n_files++] = plot;
+	uploader_enqueue(t->cfg->uploads, &it, err, sizeof(err));
+}
+
 static void fire(struct target *t, size_t i, int64_t now)
 {
 	struct target_rule *tr = &t->rules[i];
@@ -1348,13 +1384,16 @@ static void on_dump(struct loop *l, int fd, uint32_t events, void *ctx)
 		report_dump(rec, &res, tr->fr.rule.dump_type);
 		context_publish(t, DUMPCTX_DUMP, NULL, &res, rec);
 		struct json_object *cp = NULL;
-		char context[PATH_MAX] = "";
+		char context[PATH_MAX] = "", plot[PATH_MAX] = "";
 		if (json_object_object_get_ex(rec, "context", &cp))
 			snprintf(context, sizeof(context), "%s", json_object_get_string(cp));
+		if (json_object_object_get_ex(rec, "plot", &cp))
+			snprintf(plot, sizeof(plot), "%s", json_object_get_string(cp));
 		journal_write(t->cfg->journal, "dump", rec);
 		log_info("dump written: %s (%.1f MB in %.1f s, via %s)", res.path, (double)res.bytes / 1e6,
 		         res.duration_ms / 1e3, res.via);
 		run_hook(t, tr, 1, res.path, context[0] ? context : NULL, res.bytes);
+		ship(t, tr, res.path, context, plot);
 	}
 	/* The stream was not read while the process was frozen: its stall
 	 * clock starts again now. */

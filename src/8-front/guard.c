@@ -544,6 +544,16 @@ static void maybe_finish_stop(struct guard *g)
 	loop_stop(g->loop);
 }
 
+static void on_upload_done(void *ctx, int ok)
+{
+	struct guard *g = ctx;
+
+	if (ok)
+		g->n_uploads++;
+	else
+		g->n_uploads_failed++;
+}
+
 static void on_hook_done(void *ctx, int ok)
 {
 	struct guard *g = ctx;
@@ -703,6 +713,14 @@ int guard_run(const struct guard_options *o)
 			goto out;
 		}
 	}
+	if (o->upload) {
+		g.uploads = uploader_new(g.loop, g.journal, o->upload, on_upload_done, &g, err, sizeof(err));
+		if (!g.uploads) {
+			log_error("--upload: %s", err);
+			code = DW_EXIT_USAGE;
+			goto out;
+		}
+	}
 	g.tcfg = (struct target_config){
 	    .loop = g.loop,
 	    .journal = g.journal,
@@ -722,6 +740,8 @@ int guard_run(const struct guard_options *o)
 	    .on_fire = &o->on_fire,
 	    .on_dump = &o->on_dump,
 	    .hook_timeout_ns = o->hook_timeout_ns,
+	    .uploads = g.uploads,
+	    .upload_default = g.uploads != NULL,
 	};
 
 	{
@@ -792,6 +812,10 @@ out:
 	}
 	hook_runner_free(g.hooks); /* hooks still running are killed (journaled) */
 	g.hooks = NULL;
+	if (uploader_pending(g.uploads))
+		log_info("%zu upload(s) still queued: they go on at the next start", uploader_pending(g.uploads));
+	uploader_free(g.uploads); /* an upload under way stays queued */
+	g.uploads = NULL;
 	{
 		struct json_object *rec = json_object_new_object();
 		json_object_object_add(rec, "exit_code", json_object_new_int(code));

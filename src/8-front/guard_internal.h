@@ -151,6 +151,8 @@ struct guard {
 	uint64_t n_dumps, n_dumps_failed, n_dumps_skipped;
 	struct hook_runner *hooks;
 	uint64_t n_hooks, n_hooks_failed;
+	struct uploader *uploads;
+	uint64_t n_uploads, n_uploads_failed;
 	int exit_code;
 	int64_t start_ns;
 };

@@ -25,6 +25,7 @@
 #include "dumpwatch/status.h"
 #include "dumpwatch/trust.h"
 #include "dumpwatch/units.h"
+#include "dumpwatch/upload.h"
 #include "dumpwatch/views.h"
 #include "dumpwatch/watch.h"
 
@@ -157,6 +158,16 @@ static void usage(FILE *f)
 	    "      --socket-dir DIR     also watch DIR for new diagnostics sockets (repeatable)\n"
 	    "      --stop-timeout D     on SIGTERM, how long a dump in progress may take (default %s)\n"
 	    "      --log journald|stderr  priority prefixes for journald (default: when JOURNAL_STREAM is set)\n"
+	    "      --upload s3://BUCKET[/PREFIX]  upload every dump and its context files (rules may opt\n"
+	    "                           out or set their own prefix); a queue beside the state survives restarts\n"
+	    "      --upload-endpoint URL  an S3-compatible server (default https://s3.REGION.amazonaws.com)\n"
+	    "      --upload-region R    (default $AWS_REGION, else us-east-1)\n"
+	    "      --upload-credentials FILE  KEY=VALUE lines AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\n"
+	    "                           [, AWS_SESSION_TOKEN], root's, mode 0600; a relative name is looked\n"
+	    "                           up in $CREDENTIALS_DIRECTORY (default: those variables themselves)\n"
+	    "      --upload-part-size SIZE  multipart above this (default 64MiB; 5MiB to 5GiB)\n"
+	    "      --upload-keep yes|no keep the local files once uploaded (default yes)\n"
+	    "      --upload-path-style  http://HOST/BUCKET/KEY even for amazonaws.com\n"
 	    "  -h, --help, --version\n"
 	    "\n",
 	    record_duration, view_interval, DW_DEFAULT_DUMP_DIR, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE),
@@ -630,6 +641,8 @@ struct cli {
 	struct hook_cmd on_fire, on_dump; /* argc 0: not given */
 	const char *hook_user;
 	int64_t hook_timeout_ns;
+	struct upload_options upload; /* bucket "": no --upload */
+	const char *upload_credentials;
 };
 
 /* cli_parse's "no exit status yet: go on". */
@@ -657,7 +670,14 @@ enum {
 	OPT_ON_FIRE,
 	OPT_ON_DUMP,
 	OPT_HOOK_USER,
-	OPT_HOOK_TIMEOUT
+	OPT_HOOK_TIMEOUT,
+	OPT_UPLOAD,
+	OPT_UPLOAD_ENDPOINT,
+	OPT_UPLOAD_REGION,
+	OPT_UPLOAD_CREDENTIALS,
+	OPT_UPLOAD_PART_SIZE,
+	OPT_UPLOAD_KEEP,
+	OPT_UPLOAD_PATH_STYLE
 };
 
 /* --on-fire, --on-dump: split, and the program checked now as createdump is,
@@ -790,6 +810,43 @@ static int cli_option(struct cli *c, int opt, const char *arg)
 	case OPT_HOOK_USER:
 		c->hook_user = arg;
 		return 0;
+	case OPT_UPLOAD:
+		if (upload_parse_url(arg, &c->upload, err, sizeof(err)) < 0) {
+			log_error("%s", err);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_UPLOAD_ENDPOINT:
+		if (snprintf(c->upload.endpoint, sizeof(c->upload.endpoint), "%s", arg) >=
+		    (int)sizeof(c->upload.endpoint)) {
+			log_error("--upload-endpoint: too long");
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_UPLOAD_REGION:
+		snprintf(c->upload.region, sizeof(c->upload.region), "%s", arg);
+		return 0;
+	case OPT_UPLOAD_CREDENTIALS:
+		c->upload_credentials = arg;
+		return 0;
+	case OPT_UPLOAD_PART_SIZE:
+		if (units_parse_value(arg, UNIT_BYTES, &v, err, sizeof(err)) < 0 || v < (double)S3_PART_MIN ||
+		    v > (double)S3_PART_MAX) {
+			log_error("--upload-part-size must be a size from 5MiB to 5GiB");
+			return -EINVAL;
+		}
+		c->upload.part_size = (uint64_t)v;
+		return 0;
+	case OPT_UPLOAD_KEEP:
+		if (strcmp(arg, "yes") != 0 && strcmp(arg, "no") != 0) {
+			log_error("--upload-keep must be yes or no, not \"%s\"", arg);
+			return -EINVAL;
+		}
+		c->upload.keep_local = strcmp(arg, "yes") == 0;
+		return 0;
+	case OPT_UPLOAD_PATH_STYLE:
+		c->upload.addressing = S3_ADDRESSING_PATH;
+		return 0;
 	case OPT_HOOK_TIMEOUT:
 		if (duration_option("--hook-timeout", arg, &c->hook_timeout_ns) < 0)
 			return -EINVAL;
@@ -892,6 +949,13 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	                                     {"on-dump", required_argument, NULL, OPT_ON_DUMP},
 	                                     {"hook-user", required_argument, NULL, OPT_HOOK_USER},
 	                                     {"hook-timeout", required_argument, NULL, OPT_HOOK_TIMEOUT},
+	                                     {"upload", required_argument, NULL, OPT_UPLOAD},
+	                                     {"upload-endpoint", required_argument, NULL, OPT_UPLOAD_ENDPOINT},
+	                                     {"upload-region", required_argument, NULL, OPT_UPLOAD_REGION},
+	                                     {"upload-credentials", required_argument, NULL, OPT_UPLOAD_CREDENTIALS},
+	                                     {"upload-part-size", required_argument, NULL, OPT_UPLOAD_PART_SIZE},
+	                                     {"upload-keep", required_argument, NULL, OPT_UPLOAD_KEEP},
+	                                     {"upload-path-style", no_argument, NULL, OPT_UPLOAD_PATH_STYLE},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, OPT_VERSION},
 	                                     {NULL, 0, NULL, 0}};
@@ -909,6 +973,7 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	c->stop_timeout_ns = DW_DEFAULT_STOP_TIMEOUT_NS;
 	c->dump_timeout_ns = DW_DEFAULT_DUMP_TIMEOUT_NS;
 	c->store.min_free_pct = DW_DEFAULT_MIN_FREE_PCT;
+	c->upload.keep_local = 1;
 	while ((opt = getopt_long(argc, argv, "p:w:d:t:n:c:j:r:vh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'h':
@@ -955,6 +1020,36 @@ static void guard_state_dir(const struct cli *c, char *out, size_t outlen)
 	} else {
 		log_warn("no --journal or --state-dir: dump limits will not survive a restart");
 	}
+}
+
+/* --upload and its companions into go->upload: the endpoint and region
+ * defaulted, the credentials read now (a refused file is a usage error at
+ * start), the queue beside the state. 0 or -EINVAL after saying why. */
+static int upload_options_finish(const struct cli *c, struct guard_options *go, const char *state_dir)
+{
+	static struct upload_options uo;
+	static char qdir[PATH_MAX];
+	char err[512];
+	const char *env_region = getenv("AWS_REGION");
+
+	uo = c->upload;
+	if (!uo.region[0])
+		snprintf(uo.region, sizeof(uo.region), "%s",
+		         env_region && env_region[0] ? env_region : S3_DEFAULT_REGION);
+	if (!uo.endpoint[0])
+		snprintf(uo.endpoint, sizeof(uo.endpoint), "https://s3.%s.amazonaws.com", uo.region);
+	if (s3_credentials_load(&uo.creds, c->upload_credentials, err, sizeof(err)) < 0) {
+		log_error("--upload: %s", err);
+		return -EINVAL;
+	}
+	if (state_dir) {
+		snprintf(qdir, sizeof(qdir), "%s/uploads", state_dir);
+		uo.queue_dir = qdir;
+	} else {
+		log_warn("--upload without --state-dir or --journal: uploads still queued at a stop are forgotten");
+	}
+	go->upload = &uo;
+	return 0;
 }
 
 /* Guard options from the command line: the rules directory made absolute
@@ -1008,6 +1103,8 @@ static int guard_options_from_cli(const struct cli *c, struct guard_options *go)
 	go->on_dump = c->on_dump;
 	go->hook_user = c->hook_user;
 	go->hook_timeout_ns = c->hook_timeout_ns;
+	if (c->upload.bucket[0] && upload_options_finish(c, go, sdir[0] ? sdir : NULL) < 0)
+		return -EINVAL;
 	return 0;
 }
 
@@ -1078,6 +1175,11 @@ static int run_watch(struct cli *c)
 
 	if (c->n_allow_dump_dirs) {
 		log_error("--allow-dump-dir is for --rules-dir: it widens where rule files may send dumps");
+		return DW_EXIT_USAGE;
+	}
+	if (c->upload.bucket[0]) {
+		log_error("--upload is for the guard (--rules-dir), whose queue outlives a restart; a one-process watch "
+		          "leaves its dump in --dump-dir");
 		return DW_EXIT_USAGE;
 	}
 	if (c->n_operands == 2 && !c->pid && c->rule.n_conds == 0) {
