@@ -451,8 +451,14 @@ static void child_exec(const struct hook_user *u, const char *prog, char *const 
 			close(fd);
 	if (geteuid() == 0) {
 		if (setgroups(u->n_groups, u->groups) < 0 || setresgid(u->gid, u->gid, u->gid) < 0 ||
-		    setresuid(u->uid, u->uid, u->uid) < 0)
+		    setresuid(u->uid, u->uid, u->uid) < 0) {
+			/* Said on the output, which the journal keeps. */
+			dprintf(1,
+			        "dumpwatch: cannot become user %s to run the hook: %s (CAP_SETUID and CAP_SETGID are "
+			        "needed)\n",
+			        u->name, strerror(errno));
 			_exit(126);
+		}
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		_exit(126);

@@ -923,6 +923,20 @@ static void test_configmap(void)
 	          "%zu reports", n_recs);
 	CHECK_STR(active_names(rs), "cm-two");
 
+	/* A bad update (a broken file in the new version): refused with its
+	 * position, the last good rules stay; the next good update is taken. */
+	const char *v5[] = {"{\"name\": \"cm-three\", \"when\": \"heap-size > \"}\n"};
+	cm_version("..2026_11_23_10_20_00.5", "..2026_11_23_10_15_00.4", names, v5, 1);
+	CHECK(step(rs) == 0);
+	const struct rec *rc = rec_find(RULESET_REJECTED, "x.json");
+	CHECK_MSG(n_recs == 1 && rc && rc->kept_last_good && !rc->refused, "%zu reports", n_recs);
+	CHECK_STR(active_names(rs), "cm-two");
+	const char *v6[] = {RULE("cm-three")};
+	cm_version("..2026_11_23_10_25_00.6", "..2026_11_23_10_20_00.5", names, v6, 1);
+	CHECK(step(rs) == 1);
+	CHECK_MSG(n_recs == 1 && rec_find(RULESET_LOADED, "x.json"), "%zu reports", n_recs);
+	CHECK_STR(active_names(rs), "cm-three");
+
 	ruleset_free(rs);
 	rm_tree(top);
 }
