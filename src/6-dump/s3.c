@@ -163,6 +163,13 @@ int s3_config_check(const struct s3_config *c, char *err, size_t errlen)
 	int r = endpoint_parse(c->endpoint, &ep, err, errlen);
 	if (r < 0)
 		return r;
+	if (use_vhost(c, &ep) && (ep.host[0] == '[' || strspn(ep.host, "0123456789.") == strlen(ep.host))) {
+		seterr(err, errlen,
+		       "s3: virtual-hosted addressing needs a host name, and %s is an IP address: "
+		       "use path-style addressing",
+		       ep.host);
+		return -EINVAL;
+	}
 	const char *b = c->bucket ? c->bucket : "";
 	size_t bl = strlen(b);
 	int bad = bl == 0 || bl > 255;
@@ -951,7 +958,7 @@ static int hash_range(struct upload *u, uint64_t off, uint64_t len, char hex[SHA
 			int e = got < 0 ? errno : ENODATA;
 			seterr(err, errlen, "s3: reading the file to upload as %s at offset %llu failed: %s", u->ekey,
 			       (unsigned long long)off, got < 0 ? strerror(e) : "it ended early (was it truncated?)");
-			return -e;
+			return e == ENODATA ? -EIO : -e;
 		}
 		sha256_update(&s, u->chunk, (size_t)got);
 		off += (uint64_t)got;
@@ -1068,16 +1075,18 @@ static int request(struct upload *u, const struct request *q, char *err, size_t 
 		ok = (tmp = curl_slist_append(hl, "Content-Type:")) != NULL; /* none of libcurl's own */
 	if (ok)
 		hl = tmp;
-	char url[sizeof(u->t.url) + 1024];
-	char qs[1024];
-	if (ok && s3_query_string(q->query, q->nquery, qs, sizeof(qs)) < 0)
-		ok = 0;
-	if (ok)
-		ok = snprintf(url, sizeof(url), "%s%s%s", u->t.url, q->nquery ? "?" : "", qs) < (int)sizeof(url);
 	if (!ok) {
 		curl_slist_free_all(hl);
 		seterr(err, errlen, "s3: out of memory preparing the %s", what);
 		return -ENOMEM;
+	}
+	/* The query as signed (s3_sign_v4 succeeded, so it fits). */
+	char url[sizeof(u->t.url) + 4096], qs[4096];
+	if (s3_query_string(q->query, q->nquery, qs, sizeof(qs)) < 0 ||
+	    snprintf(url, sizeof(url), "%s%s%s", u->t.url, q->nquery ? "?" : "", qs) >= (int)sizeof(url)) {
+		curl_slist_free_all(hl);
+		seterr(err, errlen, "s3: the URL of the %s is too long", what);
+		return -ENAMETOOLONG;
 	}
 
 	CURL *c = u->curl;

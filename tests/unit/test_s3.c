@@ -167,10 +167,18 @@ static void test_urls(void)
 	CHECK_STR(t.uri, "/dumps/a/../b");
 
 	c.addressing = S3_ADDRESSING_VHOST;
+	c.endpoint = "http://minio.local:9000";
+	CHECK(s3_config_check(&c, err, sizeof(err)) == 0);
 	CHECK(s3_target_build(&c, "k", &t, err, sizeof(err)) == 0);
-	CHECK_STR(t.url, "http://dumps.127.0.0.1:4568/k");
-	CHECK_STR(t.host, "dumps.127.0.0.1:4568");
+	CHECK_STR(t.url, "http://dumps.minio.local:9000/k");
+	CHECK_STR(t.host, "dumps.minio.local:9000");
 	CHECK_STR(t.uri, "/k");
+	/* An IP address has no subdomains. */
+	c.endpoint = "http://127.0.0.1:4568";
+	CHECK(s3_config_check(&c, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "use path-style") != NULL);
+	c.endpoint = "http://[::1]:4568";
+	CHECK(s3_config_check(&c, err, sizeof(err)) == -EINVAL);
 
 	/* AWS endpoints are virtual-hosted by default, and may be forced path-style. */
 	c.endpoint = "https://S3.eu-west-1.AmazonAWS.com/";
