@@ -59,6 +59,9 @@
 /* dump.name, and the file names of the one-process watch: sorted by name, a
  * process's dumps stand together; {time} keeps names unique. */
 #define DW_DEFAULT_DUMP_NAME_TEMPLATE "{name}-{pid}-{rule}-{time}.core"
+/* The same for a process in a container: the container's short id follows
+ * the name, since pids repeat across containers and hosts. */
+#define DW_DEFAULT_DUMP_NAME_TEMPLATE_CONTAINER "{name}-{container}-{pid}-{rule}-{time}.core"
 
 /* --history: the metric history a dump's context shows. Five minutes holds
  * the minute before an incident with room for a sustain window of a few

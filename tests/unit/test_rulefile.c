@@ -154,7 +154,8 @@ static const struct bad_file bad_files[] = {
     {"bad-above-below.json", "3:51: condition has both \"above\" and \"below\"; give one (two conditions make a range)",
      1},
     {"bad-dup-name.json", "3:12: rule name \"same\" is also defined at 2:12", 1},
-    {"bad-template.json", "4:21: dump name: unknown placeholder \"{host}\"; use {name}, {pid}, {rule} or {time}", 1},
+    {"bad-template.json",
+     "4:21: dump name: unknown placeholder \"{host}\"; use {name}, {pid}, {rule}, {time}, {container} or {pod}", 1},
     {"bad-types.json", "4:13: \"enabled\" must be true or false", 3},
 };
 
