@@ -83,6 +83,12 @@
 #define DW_PROC_INTERVAL_MIN_NS (10 * 1000000LL)
 #define DW_PROC_INTERVAL_MAX_NS (60 * DW_NS_PER_SEC)
 
+/* --metrics-interval: how often --metrics-file is rewritten. node_exporter
+ * reads it at each of its scrapes, commonly every 15 s. */
+#define DW_DEFAULT_METRICS_INTERVAL_NS (15 * DW_NS_PER_SEC)
+#define DW_METRICS_INTERVAL_MIN_NS (1 * DW_NS_PER_SEC)
+#define DW_METRICS_INTERVAL_MAX_NS (3600 * DW_NS_PER_SEC)
+
 /* --counter-interval: EventCounters report in whole seconds and 1 s is the
  * finest, so a "for 2s" condition sees at least two samples; in the target
  * it costs one small event per counter per second. */

@@ -37,6 +37,12 @@ struct guard_options {
 	struct store_limits store; /* disk guards checked before every dump */
 	int64_t dump_timeout_ns;   /* createdump is killed past it; 0: no limit */
 	const char *createdump;    /* --createdump: what the exec path runs; NULL: the host runtime's */
+	/* The Prometheus exposition (docs/metrics.md): --metrics-listen
+	 * (expo_parse_listen's forms) and --metrics-file (absolute), each NULL
+	 * when not asked for, and how often the file is rewritten. */
+	const char *metrics_listen;
+	const char *metrics_file;
+	int64_t metrics_interval_ns;
 };
 
 /* Runs until SIGTERM or SIGINT. Returns DW_EXIT_OK after a clean stop, or

@@ -65,6 +65,7 @@ struct target_config {
 	int64_t exit_grace_ns;    /* 0: TARGET_EXIT_GRACE_NS */
 	int64_t history_ns;       /* metric history kept for dump contexts; 0: DW_DEFAULT_HISTORY_NS */
 	int64_t proc_interval_ns; /* polls of /proc for rss, private-memory, ...; 0: DW_DEFAULT_PROC_INTERVAL_NS */
+	int runtime_counters;     /* subscribe to System.Runtime's counters even when no rule reads them */
 };
 
 /* One rule applied to the process, with its evaluation state. */

@@ -409,6 +409,8 @@ static void build_subscription(const struct target *t, struct session_subscripti
 	sub->all_events = t->cfg->all_events;
 	for (size_t i = 0; i < t->n_rules; i++)
 		session_subscription_add(sub, &t->rules[i].fr.rule);
+	if (t->cfg->runtime_counters && t->n_rules > 0)
+		session_subscription_add_runtime_counters(sub);
 }
 
 static void gone(struct target *t);
