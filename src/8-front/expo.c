@@ -195,8 +195,14 @@ static void put_value(struct expo_buf *b, double v)
 		puts_(b, v > 0 ? "+Inf" : "-Inf");
 	else if (v == floor(v) && fabs(v) < 1e15)
 		putf(b, "%.0f", v);
-	else
-		putf(b, "%.17g", v);
+	else {
+		/* The shortest of the two that reads back as v. */
+		char s[40];
+		snprintf(s, sizeof(s), "%.15g", v);
+		if (strtod(s, NULL) != v)
+			snprintf(s, sizeof(s), "%.17g", v);
+		puts_(b, s);
+	}
 }
 
 void expo_sample(struct expo_buf *b, const char *name, const struct expo_label *labels, size_t n_labels, double value)

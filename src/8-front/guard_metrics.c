@@ -53,7 +53,7 @@ static void own(struct expo_buf *b, struct guard *g, size_t attached)
 	        d, 3);
 	results(b, "dumpwatch_uploads_total", "Dump uploads by result.", okfail, u, 2);
 	results(b, "dumpwatch_hooks_total", "Hooks run by result.", okfail, h, 2);
-	gauge(b, "dumpwatch_processes", "NET processes known to the guard, attached or not.", (double)g->n_procs);
+	gauge(b, "dumpwatch_processes", ".NET processes known to the guard, attached or not.", (double)g->n_procs);
 	gauge(b, "dumpwatch_sessions_attached", "Processes streaming events to the guard now.", (double)attached);
 	counter(b, "dumpwatch_attach_failures_total", "Attachments that failed (retried with backoff).",
 	        g->n_attach_failed);
@@ -142,7 +142,7 @@ int guard_metrics_open(struct guard *g)
 		return r == -EINVAL || r == -EPERM ? DW_EXIT_USAGE : DW_EXIT_RUNTIME;
 	}
 	if (o->metrics_listen)
-		log_info("metrics: serving http://%s/metrics", o->metrics_listen);
+		log_info("metrics: serving GET /metrics on %s", o->metrics_listen);
 	if (o->metrics_file)
 		log_info("metrics: writing %s every %.0f s", o->metrics_file, (double)o->metrics_interval_ns / 1e9);
 	return DW_EXIT_OK;
