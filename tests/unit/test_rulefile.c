@@ -602,9 +602,30 @@ static void test_not_rule_files(void)
 	}
 }
 
+/* {container} and {pod} are placeholders of dump names; near misses are not. */
+static void test_template_ids(void)
+{
+	const char *t = "{\"rules\": [{\"name\": \"a\", \"when\": \"gc-pause > 1s\", "
+	                "\"dump\": {\"name\": \"{name}-{container}-{pod}-{pid}.core\"}}]}";
+	struct file_rule *r = NULL;
+	char first[512];
+
+	CHECK(parse(t, strlen(t), &r, first, sizeof(first), NULL) == 1);
+	if (r)
+		CHECK_STR(r[0].name_template, "{name}-{container}-{pod}-{pid}.core");
+	free(r);
+	r = NULL;
+	t = "{\"rules\": [{\"name\": \"a\", \"when\": \"gc-pause > 1s\", \"dump\": {\"name\": \"{containerid}\"}}]}";
+	CHECK(parse(t, strlen(t), &r, first, sizeof(first), NULL) < 0);
+	CHECK(strstr(first, "unknown placeholder \"{containerid}\"; use {name}, {pid}, {rule}, {time}, {container} or "
+	                    "{pod}") != NULL);
+	free(r);
+}
+
 int main(void)
 {
 	test_good_single();
+	test_template_ids();
 	test_good_list();
 	test_bad_files();
 	test_bad_types_all();
