@@ -59,6 +59,9 @@
 /* dump.name, and the file names of the one-process watch: sorted by name, a
  * process's dumps stand together; {time} keeps names unique. */
 #define DW_DEFAULT_DUMP_NAME_TEMPLATE "{name}-{pid}-{rule}-{time}.core"
+/* The same for a process in a container: the container's short id follows
+ * the name, since pids repeat across containers and hosts. */
+#define DW_DEFAULT_DUMP_NAME_TEMPLATE_CONTAINER "{name}-{container}-{pid}-{rule}-{time}.core"
 
 /* --history: the metric history a dump's context shows. Five minutes holds
  * the minute before an incident with room for a sustain window of a few
@@ -79,6 +82,12 @@
 #define DW_DEFAULT_PROC_INTERVAL_NS (100 * 1000000LL)
 #define DW_PROC_INTERVAL_MIN_NS (10 * 1000000LL)
 #define DW_PROC_INTERVAL_MAX_NS (60 * DW_NS_PER_SEC)
+
+/* --metrics-interval: how often --metrics-file is rewritten. node_exporter
+ * reads it at each of its scrapes, commonly every 15 s. */
+#define DW_DEFAULT_METRICS_INTERVAL_NS (15 * DW_NS_PER_SEC)
+#define DW_METRICS_INTERVAL_MIN_NS (1 * DW_NS_PER_SEC)
+#define DW_METRICS_INTERVAL_MAX_NS (3600 * DW_NS_PER_SEC)
 
 /* --counter-interval: EventCounters report in whole seconds and 1 s is the
  * finest, so a "for 2s" condition sees at least two samples; in the target

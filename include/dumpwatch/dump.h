@@ -62,6 +62,7 @@ struct dump_request {
 	const char *dir;        /* dump directory, absolute */
 	const char *process_name;
 	const char *rule_name;
+	const char *container, *pod; /* cgroup.h's ids for the file name; NULL or "": none */
 	enum dump_type type;
 	enum dump_via via;
 	int64_t unix_ns;                   /* fire time, for the file name */
@@ -120,9 +121,18 @@ void dump_file_name(const char *process_name, pid_t pid, const char *rule_name, 
 
 /* Expands a file name template ({name} {pid} {rule} {time}, as rule files
  * allow) with the same restrictions as dump_file_name; NULL or "" is
- * DW_DEFAULT_DUMP_NAME_TEMPLATE (defaults.h). A '/' becomes '_', a leading '.' too. */
+ * DW_DEFAULT_DUMP_NAME_TEMPLATE (defaults.h). A '/' becomes '_', a leading '.' too.
+ * {container} and {pod} expand to "". */
 void dump_file_name_template(const char *tmpl, const char *process_name, pid_t pid, const char *rule_name,
                              int64_t unix_ns, char *out, size_t outlen);
+
+/* dump_file_name_template for a process whose container id and pod uid
+ * (cgroup.h; NULL or "" when none) are known: {container} is the id's first
+ * 12 characters, {pod} the uid, each restricted like the other parts. NULL or
+ * "" as tmpl is DW_DEFAULT_DUMP_NAME_TEMPLATE_CONTAINER when there is a
+ * container id, else DW_DEFAULT_DUMP_NAME_TEMPLATE. */
+void dump_file_name_ids(const char *tmpl, const char *process_name, pid_t pid, const char *rule_name,
+                        const char *container, const char *pod, int64_t unix_ns, char *out, size_t outlen);
 
 /* Opens the store directory dir (absolute) without following links and
  * checks it as every dump does: ours (or, under sudo, the invoking user's),

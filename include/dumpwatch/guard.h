@@ -45,6 +45,12 @@ struct guard_options {
 	const char *hook_user;
 	int64_t hook_timeout_ns;
 	const struct upload_options *upload; /* --upload; NULL: none */
+	/* The Prometheus exposition (docs/metrics.md): --metrics-listen
+	 * (expo_parse_listen's forms) and --metrics-file (absolute), each NULL
+	 * when not asked for, and how often the file is rewritten. */
+	const char *metrics_listen;
+	const char *metrics_file;
+	int64_t metrics_interval_ns;
 };
 
 /* Runs until SIGTERM or SIGINT. Returns DW_EXIT_OK after a clean stop, or

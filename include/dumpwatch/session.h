@@ -38,6 +38,10 @@ struct session_subscription {
  * dropped). sub starts zeroed, with counter_interval_ms set. */
 void session_subscription_add(struct session_subscription *sub, const struct rule *r);
 
+/* Adds System.Runtime's EventCounters to sub (once), whether a rule reads
+ * them or not: the guard's metrics exposition shows them for every process. */
+void session_subscription_add_runtime_counters(struct session_subscription *sub);
+
 /* Adds one meter to sub (once), with NEED_METERS. -ENOSPC past
  * SESSION_MAX_METERS, -EINVAL for a name that is not [A-Za-z0-9._-]+ (or
  * Meter\instrument) under CATALOG_NAME_MAX. */

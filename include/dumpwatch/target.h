@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dumpwatch/cgroup.h"
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/dump.h"
 #include "dumpwatch/eval.h"
@@ -75,6 +76,7 @@ struct target_config {
 	 * say are uploaded. */
 	struct uploader *uploads;
 	int upload_default;
+	int runtime_counters;     /* subscribe to System.Runtime's counters even when no rule reads them */
 };
 
 /* One rule applied to the process, with its evaluation state. */
@@ -179,6 +181,9 @@ const struct dn_target *target_process(const struct target *t);
 /* The name users know it by (entry assembly, else executable). */
 const char *target_name(const struct target *t);
 const char *target_cmdline(const struct target *t);
+/* Its container id and pod uid (cgroup.h), read from /proc when it was
+ * found; "" each when none. */
+const struct cgroup_ident *target_ident(const struct target *t);
 const struct ipc_process_info *target_info(const struct target *t);
 /* The current session (metrics, bytes), NULL when never attached. */
 struct session *target_session(const struct target *t);

@@ -128,6 +128,12 @@ static void subscription_add_provider(struct session_subscription *sub, const ch
 		snprintf(sub->counter_providers[sub->n_counter_providers++], CATALOG_NAME_MAX, "%s", provider);
 }
 
+void session_subscription_add_runtime_counters(struct session_subscription *sub)
+{
+	subscription_add_provider(sub, "System.Runtime");
+	sub->needs |= NEED_COUNTERS;
+}
+
 int session_subscription_add_meter(struct session_subscription *sub, const char *meter)
 {
 	size_t n = strlen(meter);

@@ -19,7 +19,8 @@
  *                withheap); dir an absolute directory (default "": the
  *                daemon's; that it lies inside a directory the daemon allows
  *                is rulefile_check_dump_dirs's part); name a file name
- *                template using only {name} {pid} {rule} {time} (default "":
+ *                template using only {name} {pid} {rule} {time} {container}
+ *                {pod} (default "":
  *                the daemon's)
  *   limits       {max-dumps, window, cooldown}: max-dumps a non-negative
  *                integer (default 1; 0 = no limit) per process within window
@@ -762,10 +763,11 @@ static void parse_process(struct ctx *c, const struct field *pf, struct rule_fil
 	}
 }
 
-/* Dump file name templates take {name} {pid} {rule} {time} and no '/'. */
+/* Dump file name templates take {name} {pid} {rule} {time} {container} {pod}
+ * and no '/'. */
 static void check_template(struct ctx *c, int node, const char *t)
 {
-	static const char *const ph[] = {"{name}", "{pid}", "{rule}", "{time}"};
+	static const char *const ph[] = {"{name}", "{pid}", "{rule}", "{time}", "{container}", "{pod}"};
 	char q[80];
 
 	for (const char *p = t; *p; p++) {
@@ -788,14 +790,15 @@ static void check_template(struct ctx *c, int node, const char *t)
 			     shown(t, q, sizeof(q)));
 			return;
 		}
-		for (k = 0; k < 4; k++)
+		for (k = 0; k < 6; k++)
 			if ((size_t)(end - p + 1) == strlen(ph[k]) && strncmp(p, ph[k], strlen(ph[k])) == 0)
 				break;
-		if (k == 4) {
+		if (k == 6) {
 			char part[80];
 			snprintf(part, sizeof(part), "%.*s", (int)(end - p + 1 > 60 ? 60 : end - p + 1), p);
 			diag(c, K_TEMPLATE, val_off(c, node),
-			     "dump name: unknown placeholder \"%s\"; use {name}, {pid}, {rule} or {time}",
+			     "dump name: unknown placeholder \"%s\"; use {name}, {pid}, {rule}, {time}, {container} or "
+			     "{pod}",
 			     shown(part, q, sizeof(q)));
 			return;
 		}

@@ -35,6 +35,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "dumpwatch/cgroup.h"
 #include "dumpwatch/ctxtrack.h"
 #include "dumpwatch/defaults.h"
 #include "dumpwatch/log.h"
@@ -60,6 +61,7 @@ struct target {
 	enum target_state state;
 	char name[256];
 	char cmdline[4096];
+	struct cgroup_ident ident; /* its container and pod, read once when found */
 	struct ipc_process_info info;
 	int have_info;
 	char error[512];
@@ -148,6 +150,10 @@ static struct json_object *rec_new(const struct target *t)
 	struct json_object *o = json_object_new_object();
 	json_object_object_add(o, "pid", json_object_new_int(t->dt.pid));
 	json_object_object_add(o, "process", json_object_new_string(t->name));
+	if (t->ident.container[0])
+		json_object_object_add(o, "container", json_object_new_string(t->ident.container));
+	if (t->ident.pod[0])
+		json_object_object_add(o, "pod", json_object_new_string(t->ident.pod));
 	return o;
 }
 
@@ -405,6 +411,8 @@ static void build_subscription(const struct target *t, struct session_subscripti
 	sub->all_events = t->cfg->all_events;
 	for (size_t i = 0; i < t->n_rules; i++)
 		session_subscription_add(sub, &t->rules[i].fr.rule);
+	if (t->cfg->runtime_counters && t->n_rules > 0)
+		session_subscription_add_runtime_counters(sub);
 }
 
 static void gone(struct target *t);
@@ -985,8 +993,8 @@ static void context_fire(struct target *t, const struct target_rule *tr, int64_t
 	in->fire_ns = now;
 	in->fire_unix_ns = unix_ns;
 	in->dump_dir = dump_dir_of(t, tr);
-	dump_file_name_template(tr->fr.name_template, t->name, t->dt.pid, tr->fr.rule.name, unix_ns, t->fx_name,
-	                        sizeof(t->fx_name));
+	dump_file_name_ids(tr->fr.name_template, t->name, t->dt.pid, tr->fr.rule.name, t->ident.container, t->ident.pod,
+	                   unix_ns, t->fx_name, sizeof(t->fx_name));
 	in->dump_name = t->fx_name;
 	in->dump_bytes = -1;
 	in->dump_duration_ms = -1;
@@ -1098,6 +1106,8 @@ static void fire(struct target *t, size_t i, int64_t now)
 	    .dir = dump_dir_of(t, tr),
 	    .process_name = t->name,
 	    .rule_name = r->name,
+	    .container = t->ident.container,
+	    .pod = t->ident.pod,
 	    .type = r->dump_type,
 	    .via = t->cfg->via,
 	    .unix_ns = unix_ns,
@@ -1544,6 +1554,13 @@ struct target *target_new(const struct target_config *cfg, const struct target_h
 	t->op_reg.fd = t->stop_reg.fd = t->stop_stream = t->pidfd = -1;
 	loop_timer_init(&t->timer, on_timer, t);
 	discovery_process_name(&t->dt, "", t->name, sizeof(t->name));
+	{
+		/* Gone already, or unreadable: no container said, which is what
+		 * a host process has too. */
+		char err[256];
+		if (cgroup_read(t->dt.pid, &t->ident, err, sizeof(err)) < 0)
+			memset(&t->ident, 0, sizeof(t->ident));
+	}
 	/* Without memory for it, dumps go without their context. */
 	t->ct = ctxtrack_new(cfg->history_ns);
 	return t;
@@ -1683,6 +1700,11 @@ const char *target_name(const struct target *t)
 const char *target_cmdline(const struct target *t)
 {
 	return t->cmdline;
+}
+
+const struct cgroup_ident *target_ident(const struct target *t)
+{
+	return &t->ident;
 }
 
 const struct ipc_process_info *target_info(const struct target *t)

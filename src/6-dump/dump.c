@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dumpwatch/cgroup.h"
 #include "dumpwatch/defaults.h"
 #include "dumpwatch/ipc.h"
 #include "dumpwatch/store.h"
@@ -93,15 +94,27 @@ void dump_file_name(const char *process_name, pid_t pid, const char *rule_name, 
 void dump_file_name_template(const char *tmpl, const char *process_name, pid_t pid, const char *rule_name,
                              int64_t unix_ns, char *out, size_t outlen)
 {
-	char name[80], rule[80], stamp[40], pidbuf[16], raw[32];
+	dump_file_name_ids(tmpl, process_name, pid, rule_name, NULL, NULL, unix_ns, out, outlen);
+}
+
+void dump_file_name_ids(const char *tmpl, const char *process_name, pid_t pid, const char *rule_name,
+                        const char *container, const char *pod, int64_t unix_ns, char *out, size_t outlen)
+{
+	char name[80], rule[80], stamp[40], pidbuf[16], raw[32], ctr[CGROUP_ID_SHORT + 1], podbuf[CGROUP_POD_LEN + 1];
 	time_t s = (time_t)(unix_ns / 1000000000LL);
 	struct tm tm;
 	size_t j = 0;
 
 	if (!outlen)
 		return;
+	/* Unknown ids expand to nothing, not to the '_' of an empty part. */
+	ctr[0] = podbuf[0] = '\0';
+	if (container && container[0])
+		sanitize(container, ctr, sizeof(ctr), CGROUP_ID_SHORT);
+	if (pod && pod[0])
+		sanitize(pod, podbuf, sizeof(podbuf), CGROUP_POD_LEN);
 	if (!tmpl || !tmpl[0])
-		tmpl = DW_DEFAULT_DUMP_NAME_TEMPLATE;
+		tmpl = ctr[0] ? DW_DEFAULT_DUMP_NAME_TEMPLATE_CONTAINER : DW_DEFAULT_DUMP_NAME_TEMPLATE;
 	sanitize(process_name, name, sizeof(name), 64);
 	sanitize(rule_name, rule, sizeof(rule), 64);
 	gmtime_r(&s, &tm);
@@ -109,14 +122,14 @@ void dump_file_name_template(const char *tmpl, const char *process_name, pid_t p
 	snprintf(stamp, sizeof(stamp), "%s.%03dZ", raw, (int)((unix_ns / 1000000LL) % 1000));
 	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
 	for (const char *p = tmpl; *p && j + 1 < outlen;) {
-		static const char *const keys[] = {"{name}", "{pid}", "{rule}", "{time}"};
-		const char *vals[] = {name, pidbuf, rule, stamp};
+		static const char *const keys[] = {"{name}", "{pid}", "{rule}", "{time}", "{container}", "{pod}"};
+		const char *vals[] = {name, pidbuf, rule, stamp, ctr, podbuf};
 		size_t k;
 
-		for (k = 0; k < 4; k++)
+		for (k = 0; k < 6; k++)
 			if (strncmp(p, keys[k], strlen(keys[k])) == 0)
 				break;
-		if (k < 4) {
+		if (k < 6) {
 			for (const char *v = vals[k]; *v && j + 1 < outlen; v++)
 				out[j++] = *v;
 			p += strlen(keys[k]);
@@ -934,8 +947,8 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	job->req.rule_name = NULL;
 	job->req.name_template = NULL;
 	job->req.limits = NULL;
-	dump_file_name_template(req->name_template, req->process_name, req->pid, req->rule_name, req->unix_ns,
-	                        job->name, sizeof(job->name));
+	dump_file_name_ids(req->name_template, req->process_name, req->pid, req->rule_name, req->container, req->pod,
+	                   req->unix_ns, job->name, sizeof(job->name));
 	snprintf(job->final_path, sizeof(job->final_path), "%s/%s", req->dir, job->name);
 	snprintf(job->tmp_name, sizeof(job->tmp_name), ".%.*s.partial", NAME_MAX - 10, job->name);
 	snprintf(job->tmp_path, sizeof(job->tmp_path), "%s/%s", req->dir, job->tmp_name);

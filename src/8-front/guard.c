@@ -355,6 +355,15 @@ static void hook_attached(void *ctx, struct target *t)
 	fd_wait_end(ctx);
 }
 
+static void hook_attach_failed(void *ctx, struct target *t, int r, const char *err)
+{
+	struct proc *p = ctx;
+	(void)t;
+	(void)r;
+	(void)err;
+	p->g->n_attach_failed++;
+}
+
 static int hook_may_attach(void *ctx, struct target *t)
 {
 	struct proc *p = ctx;
@@ -410,6 +419,7 @@ static void hook_quiet(void *ctx, struct target *t)
 static const struct target_hooks guard_hooks = {
     .probed = hook_probed,
     .attached = hook_attached,
+    .attach_failed = hook_attach_failed,
     .may_attach = hook_may_attach,
     .fired = hook_fired,
     .dump_ended = hook_dump_ended,
@@ -529,6 +539,8 @@ static void on_rules(struct loop *l, int fd, uint32_t events, void *ctx)
 		log_error("watching %s failed (%s); reading it again", g->o->rules_dir, strerror(-r));
 		r = ruleset_reload(g->rs);
 	}
+	if (r > 0)
+		g->n_rule_reloads++;
 	if (r > 0 && !g->stopping)
 		apply_all(g);
 }
@@ -606,6 +618,7 @@ static void on_signal(struct loop *l, int signo, void *ctx)
 		log_info("SIGHUP: reloading %s and scanning for processes", g->o->rules_dir);
 		journal_write(g->journal, "reload", json_object_new_object());
 		ruleset_reload(g->rs);
+		g->n_rule_reloads++;
 		guard_full_scan(g);
 		apply_all(g);
 		return;
@@ -742,6 +755,7 @@ int guard_run(const struct guard_options *o)
 	    .hook_timeout_ns = o->hook_timeout_ns,
 	    .uploads = g.uploads,
 	    .upload_default = g.uploads != NULL,
+	    .runtime_counters = guard_metrics_wanted(o),
 	};
 
 	{
@@ -772,6 +786,9 @@ int guard_run(const struct guard_options *o)
 		goto out;
 	}
 	loop_add(g.loop, ruleset_fd(g.rs), EPOLLIN, on_rules, &g);
+	code = guard_metrics_open(&g);
+	if (code != DW_EXIT_OK)
+		goto out;
 
 	g.inofd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (g.inofd < 0)
@@ -803,6 +820,8 @@ int guard_run(const struct guard_options *o)
 
 out:
 	guard_save_state(&g);
+	/* The last figures, while the processes are still in the table. */
+	guard_metrics_close(&g);
 	/* Dumps still running are abandoned (journaled) before the stop
 	 * record, which is the journal's last. */
 	size_t n_procs = g.n_procs;

@@ -53,6 +53,7 @@
 #define GUARD_IDLE_TICK_NS 1000000000LL /* the guard's own timer when nothing is due */
 
 struct guard;
+struct exposrv;
 
 /* A .NET process found. Its attachment, evaluation and dumps are its
  * target's (target.h); the guard decides its rules and when it may attach. */
@@ -150,9 +151,12 @@ struct guard {
 	int64_t start_wall_ns;
 	uint64_t n_dumps, n_dumps_failed, n_dumps_skipped;
 	struct hook_runner *hooks;
-	uint64_t n_hooks, n_hooks_failed;
 	struct uploader *uploads;
-	uint64_t n_uploads, n_uploads_failed;
+	/* What the metrics exposition shows besides (guard_metrics.c). */
+	uint64_t n_attach_failed, n_rule_reloads;
+	uint64_t n_uploads, n_uploads_failed; /* dumps uploaded, uploads that failed */
+	uint64_t n_hooks, n_hooks_failed;     /* hooks run, hooks that failed */
+	struct exposrv *expo;                 /* NULL: no --metrics-listen nor --metrics-file */
 	int exit_code;
 	int64_t start_ns;
 };
@@ -181,6 +185,16 @@ void guard_pend_forget(struct guard *g, pid_t pid);
 /* guard_status.c: the document `dumpwatch status` prints (control.h's
  * build callback: malloc'd JSON text, NULL on failure). */
 char *guard_status_text(void *ctx);
+
+/* guard_metrics.c: the Prometheus exposition (docs/metrics.md). */
+/* Whether the options ask for it. */
+int guard_metrics_wanted(const struct guard_options *o);
+/* Starts serving it: 0, or a DW_EXIT_* code after logging the reason. */
+int guard_metrics_open(struct guard *g);
+/* Writes the file a last time and stops serving. */
+void guard_metrics_close(struct guard *g);
+/* The text (exposrv.h's build callback: malloc'd, NULL on failure). */
+char *guard_metrics_text(void *ctx);
 
 /* guard_state.c: limits kept across rule changes and restarts. */
 void guard_keep_state(struct guard *g, const struct proc *p, const struct target_rule *gr);

@@ -68,7 +68,7 @@ static int dump_via_parse(const char *text, enum dump_via *out)
 static void usage(FILE *f)
 {
 	char record_duration[32], view_interval[32], cooldown[32], counter_interval[32], dump_timeout[32], min_free[32],
-	    stop_timeout[32], rule_cooldown[32], history[32], proc_interval[32];
+	    stop_timeout[32], rule_cooldown[32], history[32], proc_interval[32], metrics_interval[32];
 
 	units_format_duration(DW_DEFAULT_RECORD_DURATION_NS, record_duration, sizeof(record_duration));
 	units_format_duration(DW_DEFAULT_VIEW_INTERVAL_NS, view_interval, sizeof(view_interval));
@@ -80,6 +80,7 @@ static void usage(FILE *f)
 	units_format_duration(DW_DEFAULT_RULE_COOLDOWN_NS, rule_cooldown, sizeof(rule_cooldown));
 	units_format_duration(DW_DEFAULT_HISTORY_NS, history, sizeof(history));
 	units_format_duration(DW_DEFAULT_PROC_INTERVAL_NS, proc_interval, sizeof(proc_interval));
+	units_format_duration(DW_DEFAULT_METRICS_INTERVAL_NS, metrics_interval, sizeof(metrics_interval));
 	fprintf(
 	    f,
 	    "usage: dumpwatch PID MB                      dump PID when its GC heap passes MB megabytes, then exit\n"
@@ -168,12 +169,19 @@ static void usage(FILE *f)
 	    "      --upload-part-size SIZE  multipart above this (default 64MiB; 5MiB to 5GiB)\n"
 	    "      --upload-keep yes|no keep the local files once uploaded (default yes)\n"
 	    "      --upload-path-style  http://HOST/BUCKET/KEY even for amazonaws.com\n"
+	    "      --metrics-listen [ADDR:]PORT  serve Prometheus metrics of every guarded process and of\n"
+	    "                           dumpwatch at http://ADDR:PORT/metrics (PORT alone: 127.0.0.1;\n"
+	    "                           [::1]:PORT for IPv6); see docs/metrics.md\n"
+	    "      --metrics-file PATH  write the same text to PATH for node_exporter's textfile collector,\n"
+	    "                           replaced atomically (its directory writable by no one else)\n"
+	    "      --metrics-interval D how often --metrics-file is rewritten (default %s)\n"
 	    "  -h, --help, --version\n"
 	    "\n",
 	    record_duration, view_interval, DW_DEFAULT_DUMP_DIR, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE),
 	    dump_via_name(DW_DEFAULT_DUMP_VIA), DW_DEFAULT_MAX_DUMPS, cooldown, counter_interval, dump_timeout,
 	    min_free, history, proc_interval, LAUNCHER_DEFAULT_ID, launcher_built_in() ? "" : "; not built in",
-	    DW_DEFAULT_MAX_DUMPS, rule_cooldown, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE), stop_timeout);
+	    DW_DEFAULT_MAX_DUMPS, rule_cooldown, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE), stop_timeout,
+	    metrics_interval);
 	exit_codes_print(f);
 }
 
@@ -636,6 +644,8 @@ struct cli {
 	size_t n_socket_dirs;
 	const char *allow_dump_dirs[GUARD_ALLOW_DUMP_DIRS_MAX];
 	size_t n_allow_dump_dirs;
+	const char *metrics_listen, *metrics_file; /* --metrics-listen, --metrics-file */
+	int64_t metrics_interval_ns;
 	char **operands; /* PID MB */
 	int n_operands;
 	struct hook_cmd on_fire, on_dump; /* argc 0: not given */
@@ -677,7 +687,10 @@ enum {
 	OPT_UPLOAD_CREDENTIALS,
 	OPT_UPLOAD_PART_SIZE,
 	OPT_UPLOAD_KEEP,
-	OPT_UPLOAD_PATH_STYLE
+	OPT_UPLOAD_PATH_STYLE,
+	OPT_METRICS_LISTEN,
+	OPT_METRICS_FILE,
+	OPT_METRICS_INTERVAL,
 };
 
 /* --on-fire, --on-dump: split, and the program checked now as createdump is,
@@ -906,6 +919,24 @@ static int cli_option(struct cli *c, int opt, const char *arg)
 			return -EINVAL;
 		}
 		return 0;
+	case OPT_METRICS_LISTEN:
+		c->metrics_listen = arg;
+		return 0;
+	case OPT_METRICS_FILE:
+		if (arg[0] != '/') {
+			log_error("--metrics-file takes an absolute path, not \"%s\"", arg);
+			return -EINVAL;
+		}
+		c->metrics_file = arg;
+		return 0;
+	case OPT_METRICS_INTERVAL:
+		if (units_parse_duration(arg, &c->metrics_interval_ns, err, sizeof(err)) < 0 ||
+		    c->metrics_interval_ns < DW_METRICS_INTERVAL_MIN_NS ||
+		    c->metrics_interval_ns > DW_METRICS_INTERVAL_MAX_NS) {
+			log_error("--metrics-interval takes a duration from 1s to 1h, such as 15s; not \"%s\"", arg);
+			return -EINVAL;
+		}
+		return 0;
 	case 'v':
 		c->verbose = 1;
 		return 0;
@@ -956,6 +987,9 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	                                     {"upload-part-size", required_argument, NULL, OPT_UPLOAD_PART_SIZE},
 	                                     {"upload-keep", required_argument, NULL, OPT_UPLOAD_KEEP},
 	                                     {"upload-path-style", no_argument, NULL, OPT_UPLOAD_PATH_STYLE},
+	                                     {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
+	                                     {"metrics-file", required_argument, NULL, OPT_METRICS_FILE},
+	                                     {"metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, OPT_VERSION},
 	                                     {NULL, 0, NULL, 0}};
@@ -967,6 +1001,7 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	c->cooldown_ns = DW_DEFAULT_WATCH_COOLDOWN_NS;
 	c->history_ns = DW_DEFAULT_HISTORY_NS;
 	c->proc_interval_ns = DW_DEFAULT_PROC_INTERVAL_NS;
+	c->metrics_interval_ns = DW_DEFAULT_METRICS_INTERVAL_NS;
 	c->dump_dir = DW_DEFAULT_DUMP_DIR;
 	c->via = DW_DEFAULT_DUMP_VIA;
 	c->counter_interval_ns = DW_DEFAULT_COUNTER_INTERVAL_NS;
@@ -1105,6 +1140,9 @@ static int guard_options_from_cli(const struct cli *c, struct guard_options *go)
 	go->hook_timeout_ns = c->hook_timeout_ns;
 	if (c->upload.bucket[0] && upload_options_finish(c, go, sdir[0] ? sdir : NULL) < 0)
 		return -EINVAL;
+	go->metrics_listen = c->metrics_listen;
+	go->metrics_file = c->metrics_file;
+	go->metrics_interval_ns = c->metrics_interval_ns;
 	return 0;
 }
 
@@ -1233,6 +1271,10 @@ static int cmd_watch_or_guard(int argc, char **argv)
 
 	if (r != CLI_GO_ON)
 		return r;
+	if (!c.rules_dir && (c.metrics_listen || c.metrics_file)) {
+		log_error("--metrics-listen and --metrics-file are for the guard (--rules-dir)");
+		return DW_EXIT_USAGE;
+	}
 	return c.rules_dir ? run_guard(&c) : run_watch(&c);
 }
 

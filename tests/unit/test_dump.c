@@ -30,6 +30,22 @@ int main(void)
 	dump_file_name_template("{name}{name}{name}", "abcdefgh", 1, "r", 0, name, 10);
 	CHECK_STR(name, "abcdefgha");
 
+	/* A process in a container: its short id in the default name, and
+	 * {container} {pod} in a template; "" for a process without. */
+	dump_file_name_ids(NULL, "MemSpike", 4807, "loh",
+	                   "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899",
+	                   "9a8b7c6d-1234-4f00-8e1a-0123456789ab", 0, name, sizeof(name));
+	CHECK_STR(name, "MemSpike-3f4e5d6c7b8a-4807-loh-19700101T000000.000Z.core");
+	dump_file_name_ids("{pod}.{container}.{pid}", "a", 7, "r",
+	                   "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa0011223344556677"
+	                   "8899",
+	                   "9a8b7c6d-1234-4f00-8e1a-0123456789ab", 0, name, sizeof(name));
+	CHECK_STR(name, "9a8b7c6d-1234-4f00-8e1a-0123456789ab.3f4e5d6c7b8a.7");
+	dump_file_name_ids(NULL, "a", 1, "r", "", NULL, 0, name, sizeof(name));
+	CHECK_STR(name, "a-1-r-19700101T000000.000Z.core");
+	dump_file_name_template("{name}-{container}{pod}-{pid}", "a", 1, "r", 0, name, sizeof(name));
+	CHECK_STR(name, "a--1");
+
 	CHECK(mkdtemp(dir) != NULL);
 	CHECK(chmod(dir, 0700) == 0);
 	CHECK(dump_dir_writable_by(dir, getpid(), 0, 0, err, sizeof(err)) == 0);

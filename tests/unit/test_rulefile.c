@@ -154,7 +154,8 @@ static const struct bad_file bad_files[] = {
     {"bad-above-below.json", "3:51: condition has both \"above\" and \"below\"; give one (two conditions make a range)",
      1},
     {"bad-dup-name.json", "3:12: rule name \"same\" is also defined at 2:12", 1},
-    {"bad-template.json", "4:21: dump name: unknown placeholder \"{host}\"; use {name}, {pid}, {rule} or {time}", 1},
+    {"bad-template.json",
+     "4:21: dump name: unknown placeholder \"{host}\"; use {name}, {pid}, {rule}, {time}, {container} or {pod}", 1},
     {"bad-types.json", "4:13: \"enabled\" must be true or false", 3},
 };
 
@@ -661,10 +662,31 @@ static void test_hooks_upload(void)
 	}
 }
 
+/* {container} and {pod} are placeholders of dump names; near misses are not. */
+static void test_template_ids(void)
+{
+	const char *t = "{\"rules\": [{\"name\": \"a\", \"when\": \"gc-pause > 1s\", "
+	                "\"dump\": {\"name\": \"{name}-{container}-{pod}-{pid}.core\"}}]}";
+	struct file_rule *r = NULL;
+	char first[512];
+
+	CHECK(parse(t, strlen(t), &r, first, sizeof(first), NULL) == 1);
+	if (r)
+		CHECK_STR(r[0].name_template, "{name}-{container}-{pod}-{pid}.core");
+	free(r);
+	r = NULL;
+	t = "{\"rules\": [{\"name\": \"a\", \"when\": \"gc-pause > 1s\", \"dump\": {\"name\": \"{containerid}\"}}]}";
+	CHECK(parse(t, strlen(t), &r, first, sizeof(first), NULL) < 0);
+	CHECK(strstr(first, "unknown placeholder \"{containerid}\"; use {name}, {pid}, {rule}, {time}, {container} or "
+	                    "{pod}") != NULL);
+	free(r);
+}
+
 int main(void)
 {
 	test_hooks_upload();
 	test_good_single();
+	test_template_ids();
 	test_good_list();
 	test_bad_files();
 	test_bad_types_all();
