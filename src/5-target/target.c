@@ -1026,6 +1026,8 @@ static void run_hook(struct target *t, const struct target_rule *tr, int on_dump
 	    .dump = dump,
 	    .context = context,
 	    .dump_bytes = bytes,
+	    .container = target_ident(t)->container[0] ? target_ident(t)->container : NULL,
+	    .pod = target_ident(t)->pod[0] ? target_ident(t)->pod : NULL,
 	    .dump_fd = dump ? open(dump, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1,
 	    .ctx_fd = context ? open(context, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1,
 	};

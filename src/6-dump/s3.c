@@ -14,6 +14,7 @@
 
 #include "dumpwatch/sha256.h"
 #include "dumpwatch/text.h"
+#include "dumpwatch/trust.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -790,18 +791,23 @@ int s3_credentials_load(struct s3_credentials *out, const char *file, char *err,
 		strcpy(path, file);
 	}
 	text_escape_str(path, esc, sizeof(esc));
-	/* O_NONBLOCK: a FIFO planted under the name must not hang us before
-	 * fstat refuses it. */
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	/* Walked as a rule file is (trust_open): links are followed only when
+	 * root (or we) made them, in directories no one else can change, which
+	 * is how a Kubernetes Secret volume (KEY -> ..data/KEY) and systemd's
+	 * $CREDENTIALS_DIRECTORY lay them out. Opened O_NONBLOCK: a FIFO
+	 * planted under the name must not hang us before fstat refuses it. */
+	char why[512];
+	why[0] = '\0';
+	int fd = trust_open(path, geteuid(), why, sizeof(why));
+	if (fd == -EINVAL || fd == -EISDIR || fd == -ELOOP || fd == -ENOTDIR)
+		fd = -EPERM; /* not a regular file, or no way to one we may trust */
 	if (fd < 0) {
-		int e = errno;
-		if (e == ELOOP) {
-			seterr(err, errlen,
-			       "s3: credentials file %s is a symbolic link: give the path of the file itself", esc);
-			return -EPERM;
-		}
-		seterr(err, errlen, "s3: cannot open credentials file %s: %s", esc, strerror(e));
-		return -e;
+		if (fd == -EPERM)
+			seterr(err, errlen, "s3: credentials file %s refused: %s", esc, why);
+		else
+			seterr(err, errlen, "s3: cannot open credentials file %s: %s", esc,
+			       why[0] ? why : strerror(-fd));
+		return fd;
 	}
 	struct stat st;
 	int r = 0;
