@@ -149,6 +149,9 @@ wait_journal upload 1 60 || fail "the dump was not uploaded"
 name=$(basename "$(grep '"event":"dump"' "$JOURNAL" | head -1 | jq -r .path)")
 curl -sf -o /dev/null "$S3_ENDPOINT/dumps/node-a/$name" || fail "node-a/$name is not in the bucket"
 [ ! -e "$DUMPS/$name" ] || fail "the local dump is kept despite --upload-keep no"
+curl -sf "http://127.0.0.1:$MPORT/metrics" >"$T/scrape2.txt" || fail "no answer on the metrics port after the dump"
+grep_q '^dumpwatch_dumps_total{result="taken"} 1$' "$T/scrape2.txt" || fail "the dump is not counted: $(grep dumps_total "$T/scrape2.txt")"
+grep_q '^dumpwatch_uploads_total{result="ok"} 1$' "$T/scrape2.txt" || fail "the upload is not counted: $(grep uploads_total "$T/scrape2.txt")"
 
 kill -TERM "$DW_PID"
 wait_dw 30
