@@ -471,6 +471,22 @@ static void child_exec(const struct hook_user *u, const char *prog, char *const 
 	_exit(127);
 }
 
+/* A hook that could not start: journaled, counted, freed. Returns r. */
+static int not_run(struct hook_job *jb, int r, const char *err)
+{
+	struct hook_runner *h = jb->h;
+
+	json_object_object_add(jb->rec, "error", json_object_new_string(err));
+	log_warn("%s not run: %s", jb->what, err);
+	if (h->journal)
+		journal_write(h->journal, "hook-failed", json_object_get(jb->rec));
+	json_object_put(jb->rec);
+	free(jb);
+	if (h->done)
+		h->done(h->done_ctx, 0);
+	return r;
+}
+
 int hook_run(struct hook_runner *h, const struct hook_cmd *cmd, int64_t timeout_ns, const struct hook_env *e, char *err,
              size_t errlen)
 {
@@ -519,17 +535,8 @@ int hook_run(struct hook_runner *h, const struct hook_cmd *cmd, int64_t timeout_
 		r = -errno;
 		snprintf(err, errlen, "cannot start it: %s", strerror(-r));
 	}
-	if (r < 0) {
-		json_object_object_add(jb->rec, "error", json_object_new_string(err));
-		log_warn("%s not run: %s", jb->what, err);
-		if (h->journal)
-			journal_write(h->journal, "hook-failed", json_object_get(jb->rec));
-		json_object_put(jb->rec);
-		free(jb);
-		if (h->done)
-			h->done(h->done_ctx, 0);
-		return r;
-	}
+	if (r < 0)
+		return not_run(jb, r, err);
 
 	for (size_t i = 0; i < cmd->argc; i++)
 		argv[i] = (char *)hook_cmd_arg(cmd, i);
@@ -572,16 +579,7 @@ int hook_run(struct hook_runner *h, const struct hook_cmd *cmd, int64_t timeout_
 	if (pid < 0) {
 		snprintf(err, errlen, "cannot start it: %s", strerror(fe));
 		close(jb->out_fd);
-		jb->out_fd = -1;
-		json_object_object_add(jb->rec, "error", json_object_new_string(err));
-		log_warn("%s not run: %s", jb->what, err);
-		if (h->journal)
-			journal_write(h->journal, "hook-failed", json_object_get(jb->rec));
-		json_object_put(jb->rec);
-		free(jb);
-		if (h->done)
-			h->done(h->done_ctx, 0);
-		return -fe;
+		return not_run(jb, -fe, err);
 	}
 	jb->pid = pid;
 	h->jobs[h->n_jobs++] = jb;
