@@ -6,7 +6,7 @@
 # while watching, the guard's attach latency and cost, the guard under a
 # storm of planted socket names, beside slow peers and with 200 processes;
 # each dump type's size and time to write; the dump contexts' memory and
-# time to write.
+# time to write; what an upload costs.
 # Figures only, never pass/fail. Builds first.
 #   usage: tests/bench/run.sh [BUILD_DIR]
 set -euo pipefail
@@ -58,6 +58,9 @@ echo "== slow peers beside one real spike"
 echo
 echo "== 200 real processes under one guard"
 "$here/tests/bench/many.sh" "$build" 200
+echo
+echo "== shipping a dump: SHA-256, uploads to s3rver"
+"$here/tests/bench/upload.sh" "$build" 512 3
 echo
 echo "== dump types: size, time to write, what ClrMD sees (docs/dumps.md)"
 "$here/tests/bench/dump_types.sh" "$build" 400

@@ -68,6 +68,8 @@ wait_journal dump 2 60 || fail "no second dump"
 wait_journal upload-failed 1 30 || fail "no failed upload while the server is down"
 grep '"event":"upload-failed"' "$JOURNAL" | grep_q '"retry_in_s":5' || fail "the failure is not retried in 5 s"
 [ "$(ls "$STATE/uploads" | wc -l)" -eq 1 ] || fail "the upload is not queued on disk"
+"$DUMPWATCH" status --json --state-dir "$STATE" >"$T/status.json" || fail "dumpwatch status failed"
+[ "$(jq .uploads_queued "$T/status.json")" = 1 ] || fail "status does not show the queued upload: $(cat "$T/status.json")"
 s3rver_restart
 wait_journal upload 2 60 || fail "the upload did not go on once the server was back"
 second=$(grep '"event":"dump"' "$JOURNAL" | tail -1 | jq -r .path)
