@@ -682,9 +682,10 @@ struct uploader *uploader_new(struct loop *l, struct journal *j, const struct up
 		if (refused)
 			log_warn("the upload queue %s holds %zu file(s) that are not upload entries: left alone",
 			         o->queue_dir, refused);
-		qsort(u->q, u->n, sizeof(u->q[0]), seq_cmp);
-		if (u->n)
+		if (u->n) {
+			qsort(u->q, u->n, sizeof(u->q[0]), seq_cmp);
 			log_info("%zu upload(s) queued before the last stop: starting them", u->n);
+		}
 	}
 	pump(u);
 	return u;
