@@ -10,7 +10,8 @@
 # meter conditions read from series made of the input),
 # journal (the JSON-lines writer of the journal, views, ps and state),
 # context (a dump context read back: show's text and the plot), procstat (the
-# /proc/PID/status parser).
+# /proc/PID/status parser), cgroup (the /proc/PID/cgroup parser), s3resp
+# (what the S3 client reads of a server's answer).
 # Corpora grow in build-fuzz/corpus/TARGET, seeded from tests/data, examples
 # and tests/fuzz/seeds; a crash, leak, timeout or sanitizer report is written
 # to build-fuzz/findings/TARGET/ and makes the script exit 1. Copy a finding
@@ -28,7 +29,7 @@ while (($#)); do
 	*) targets+=("$1"); shift ;;
 	esac
 done
-((${#targets[@]})) || targets=(nettrace events rulefile when journal context procstat)
+((${#targets[@]})) || targets=(nettrace events rulefile when journal context procstat cgroup s3resp)
 "$here/scripts/setup.sh" --no-dotnet >/dev/null
 command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
 
@@ -44,7 +45,7 @@ for src in $(find "$here/src" -name "*.c" | sort); do
 	fi
 	objs+=("$o")
 done
-libs=(-ljson-c -linotifytools -lm)
+libs=(-ljson-c -linotifytools -lcurl -lmicrohttpd -lm)
 
 seeds_of() {
 	case $1 in
@@ -55,6 +56,8 @@ seeds_of() {
 	journal) echo "$here/tests/fuzz/seeds/journal" ;;
 	context) echo "$here/tests/data/context" ;;
 	procstat) echo "$here/tests/data/proc" ;;
+	cgroup) echo "$here/tests/fuzz/seeds/cgroup" ;;
+	s3resp) echo "$here/tests/fuzz/seeds/s3resp" ;;
 	esac
 }
 
