@@ -18,6 +18,8 @@ fi
 rm -f "$root$prefix/sbin/dumpwatch" "$root$prefix/lib/systemd/system/dumpwatch.service"
 rm -rf "$root$prefix/share/dumpwatch" "$root$prefix/share/doc/dumpwatch"
 rm -f "$root$prefix/share/applications/dumpwatch.desktop" "$root$prefix/share/icons/hicolor/scalable/apps/dumpwatch.svg"
+rm -f "$root$prefix/share/man/man8/dumpwatch.8" "$root$prefix/share/man/man5/dumpwatch-rules.5" \
+	"$root$prefix/share/bash-completion/completions/dumpwatch"
 if [ -z "$root" ] && [ -d /run/systemd/system ]; then
 	systemctl daemon-reload
 fi

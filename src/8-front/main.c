@@ -107,6 +107,7 @@ static void usage(FILE *f)
 	    "                                             NAME.json or NAME) as text, with sparklines and GCs\n"
 	    "       dumpwatch report [-o FILE] DIR        one HTML page of every dump context in DIR, newest\n"
 	    "                                             first, with plots (default DIR/index.html)\n"
+	    "       dumpwatch metrics                     the metric names a condition may use\n"
 	    "\n"
 	    "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
 	    "'gc-pause > 500ms', 'private-memory > 2GB', 'System.Runtime/cpu-usage > 90%% for 10s'. All --when\n"
@@ -265,9 +266,14 @@ static int cmd_ps(int argc, char **argv)
 	int json = 0;
 
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
+		if (strcmp(argv[i], "--json") == 0) {
 			json = 1;
-		else {
+		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			printf("usage: dumpwatch ps [--json]\n"
+			       "  lists the .NET processes that can be attached to: pid, user, name, runtime\n"
+			       "  version and diagnostics socket, in containers too (--json: one object each)\n");
+			return DW_EXIT_OK;
+		} else {
 			fprintf(stderr, "dumpwatch ps: unknown argument %s\n", argv[i]);
 			return DW_EXIT_USAGE;
 		}
@@ -329,11 +335,10 @@ static int cmd_status(int argc, char **argv)
 
 static int cmd_record(int argc, char **argv)
 {
-	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
-	                                     {"out", required_argument, NULL, 'o'},
-	                                     {"duration", required_argument, NULL, 'D'},
-	                                     {"meters", required_argument, NULL, 'm'},
-	                                     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {
+	    {"pid", required_argument, NULL, 'p'},      {"out", required_argument, NULL, 'o'},
+	    {"duration", required_argument, NULL, 'D'}, {"meters", required_argument, NULL, 'm'},
+	    {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
 	pid_t pid = 0;
 	const char *out = NULL, *meters = NULL;
 	int64_t duration = DW_DEFAULT_RECORD_DURATION_NS;
@@ -341,8 +346,14 @@ static int cmd_record(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:o:D:m:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:o:D:m:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'h':
+			printf("usage: dumpwatch record --pid PID --out FILE [--duration D] [--meters METER[,...]]\n"
+			       "  writes the event stream of PID to FILE (nettrace): GC events, allocation ticks,\n"
+			       "  exceptions and System.Runtime's counters, and the instruments of the meters\n"
+			       "  named, for --duration (default 5s)\n");
+			return DW_EXIT_OK;
 		case 'm':
 			meters = optarg;
 			break;
@@ -377,11 +388,15 @@ static int cmd_record(int argc, char **argv)
  * [--duration D] [--counters PROVIDER]... [--meters METER[,...]]... */
 static int cmd_view(enum view_kind kind, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"pid", required_argument, NULL, 'p'},      {"name", required_argument, NULL, 'n'},
-	    {"interval", required_argument, NULL, 'i'}, {"format", required_argument, NULL, 'f'},
-	    {"duration", required_argument, NULL, 'D'}, {"counters", required_argument, NULL, 'c'},
-	    {"meters", required_argument, NULL, 'm'},   {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
+	                                     {"name", required_argument, NULL, 'n'},
+	                                     {"interval", required_argument, NULL, 'i'},
+	                                     {"format", required_argument, NULL, 'f'},
+	                                     {"duration", required_argument, NULL, 'D'},
+	                                     {"counters", required_argument, NULL, 'c'},
+	                                     {"meters", required_argument, NULL, 'm'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {NULL, 0, NULL, 0}};
 	const char *cmd = kind == VIEW_GC ? "gc" : "counters";
 	struct view_options o;
 	char err[512];
@@ -392,8 +407,24 @@ static int cmd_view(enum view_kind kind, int argc, char **argv)
 	o.interval_ns = DW_DEFAULT_VIEW_INTERVAL_NS;
 	o.json = !isatty(STDOUT_FILENO);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:n:i:f:D:c:m:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:n:i:f:D:c:m:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'h':
+			if (kind == VIEW_GC)
+				printf(
+				    "usage: dumpwatch gc --pid PID|--name NAME [--format table|json] [--duration D]\n"
+				    "  one line per completed GC: index, generation, type, reason, pause, sizes\n"
+				    "  (--name: every process of that name, present and future)\n");
+			else
+				printf(
+				    "usage: dumpwatch counters --pid PID|--name NAME [--interval 1s] [--format "
+				    "table|json]\n"
+				    "                          [--counters PROVIDER] [--meters METER[,...]] "
+				    "[--duration D]\n"
+				    "  live GC, allocation, AppDomain and EventCounters figures, and the instruments "
+				    "of\n"
+				    "  System.Diagnostics.Metrics meters (\"unknown\", null in JSON, until known)\n");
+			return DW_EXIT_OK;
 		case 'p':
 			if (pid_option(optarg, &o.pid) < 0)
 				return DW_EXIT_USAGE;
@@ -1216,8 +1247,9 @@ static int run_watch(struct cli *c)
 		return DW_EXIT_USAGE;
 	}
 	if (c->upload.bucket[0]) {
-		log_error("--upload is for the guard (--rules-dir), whose queue outlives a restart; a one-process watch "
-		          "leaves its dump in --dump-dir");
+		log_error(
+		    "--upload is for the guard (--rules-dir), whose queue outlives a restart; a one-process watch "
+		    "leaves its dump in --dump-dir");
 		return DW_EXIT_USAGE;
 	}
 	if (c->n_operands == 2 && !c->pid && c->rule.n_conds == 0) {
@@ -1290,13 +1322,45 @@ static int cmd_gc(int argc, char **argv)
 	return cmd_view(VIEW_GC, argc, argv);
 }
 
+/* dumpwatch metrics: the metric names a condition may use, one per line
+ * (what the shell completion offers). */
+static int cmd_metrics(int argc, char **argv)
+{
+	if (argc > 1) {
+		if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+			printf("usage: dumpwatch metrics\n"
+			       "  the metric names a condition may use, one per line: the built-in ones, then\n"
+			       "  System.Runtime's counters by full and bare name (any other EventCounters\n"
+			       "  provider's as Provider/counter; exceptions and meters have their own forms)\n");
+			return DW_EXIT_OK;
+		}
+		fprintf(stderr, "dumpwatch metrics: unknown argument %s\n", argv[1]);
+		return DW_EXIT_USAGE;
+	}
+	for (int id = 0; id < M_COUNTER; id++)
+		if (id != M_EXCEPTIONS)
+			printf("%s\n", catalog_id_name((enum metric_id)id));
+	for (size_t i = 0; catalog_runtime_counters[i]; i++)
+		printf("System.Runtime/%s\n", catalog_runtime_counters[i]);
+	for (size_t i = 0; catalog_runtime_counters[i]; i++) {
+		struct metric_ref ref;
+		char err[256];
+		/* A bare name that a built-in metric takes is that metric's. */
+		if (catalog_resolve(catalog_runtime_counters[i], &ref, err, sizeof(err)) == 0 && ref.id == M_COUNTER)
+			printf("%s\n", catalog_runtime_counters[i]);
+	}
+	return DW_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
 		const char *name;
 		int (*run)(int argc, char **argv);
-	} commands[] = {{"ps", cmd_ps}, {"record", cmd_record}, {"check", cmd_check}, {"counters", cmd_counters},
-	                {"gc", cmd_gc}, {"status", cmd_status}, {"show", cmd_show},   {"report", cmd_report}};
+	} commands[] = {
+	    {"ps", cmd_ps},          {"record", cmd_record}, {"check", cmd_check}, {"counters", cmd_counters},
+	    {"gc", cmd_gc},          {"status", cmd_status}, {"show", cmd_show},   {"report", cmd_report},
+	    {"metrics", cmd_metrics}};
 
 	if (argc > 1)
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

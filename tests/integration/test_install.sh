@@ -23,9 +23,13 @@ DESKTOP="$R/usr/local/share/applications/dumpwatch.desktop"
 ICON="$R/usr/local/share/icons/hicolor/scalable/apps/dumpwatch.svg"
 [ -f "$DESKTOP" ] && [ -f "$ICON" ] || fail "the launcher's desktop file or icon is not installed"
 grep -q '^Icon=dumpwatch$' "$DESKTOP" || fail "the desktop file does not name its icon"
+grep -q '^Exec=/usr/local/sbin/dumpwatch --help$' "$DESKTOP" || fail "the desktop file does not name the installed binary"
 if command -v desktop-file-validate >/dev/null; then
 	desktop-file-validate "$DESKTOP" || fail "the desktop file does not validate"
 fi
+[ -f "$R/usr/local/share/man/man8/dumpwatch.8" ] && [ -f "$R/usr/local/share/man/man5/dumpwatch-rules.5" ] ||
+	fail "the man pages are not installed"
+[ -f "$R/usr/local/share/bash-completion/completions/dumpwatch" ] || fail "the bash completion is not installed"
 [ "$(mode "$R/etc/dumpwatch/rules.d")" = "755 root" ] || fail "rules.d: $(mode "$R/etc/dumpwatch/rules.d")"
 [ "$(mode "$R/var/lib/dumpwatch")" = "711 root" ] || fail "state dir: $(mode "$R/var/lib/dumpwatch")"
 [ "$(mode "$R/var/lib/dumpwatch/dumps")" = "711 root" ] || fail "dump dir: $(mode "$R/var/lib/dumpwatch/dumps")"
@@ -71,6 +75,7 @@ stop_guard
 "$SRC/scripts/uninstall.sh" --root "$R" >/dev/null
 [ ! -e "$BIN" ] && [ ! -e "$UNIT" ] || fail "uninstall left the program or the unit"
 [ ! -e "$DESKTOP" ] && [ ! -e "$ICON" ] || fail "uninstall left the desktop file or the icon"
+[ -z "$(find "$R/usr/local" -type f)" ] || fail "uninstall left files: $(find "$R/usr/local" -type f)"
 [ -f "$R/etc/dumpwatch/rules.d/svc.json" ] && [ -f "$J" ] || fail "uninstall removed rules or the journal"
 "$SRC/scripts/uninstall.sh" --root "$R" --purge >/dev/null
 [ ! -e "$R/etc/dumpwatch" ] && [ ! -e "$R/var/lib/dumpwatch" ] || fail "--purge left data"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the Debian package of dumpwatch with CPack: the binary in /usr/sbin,
+# the systemd unit, the man pages, the bash completion, the examples and their
+# JSON Schema, the desktop entry; its dependencies computed from the libraries
+# the binary links (dpkg-shlibdeps); maintainer scripts that make /etc/dumpwatch/
+# rules.d (0755) and /var/lib/dumpwatch{,/dumps} (0711), leave them at removal
+# and delete them at purge. Installing it gives the layout of scripts/install.sh
+# with the prefix /usr; it does not enable the service.
+#   usage: scripts/package.sh     prints the path of the .deb it built
+#   DW_PACKAGE_BUILD: the build directory (default build-package)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=${DW_PACKAGE_BUILD:-$here/build-package}
+"$here/scripts/setup.sh" --no-dotnet >&2
+mkdir -p "$build"
+# Debian's hardening flags, all of them (bindnow too), as dpkg-buildpackage
+# would pass them.
+export DEB_BUILD_MAINT_OPTIONS=hardening=+all
+CFLAGS="$(dpkg-buildflags --get CFLAGS) $(dpkg-buildflags --get CPPFLAGS)"
+LDFLAGS="$(dpkg-buildflags --get LDFLAGS)"
+export CFLAGS LDFLAGS
+rm -f "$build/CMakeCache.txt" # the flags are read at the first configure only
+if ! { cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
+	-DDUMPWATCH_PACKAGE=ON -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON &&
+	cmake --build "$build" --target dumpwatch package_files -j"$(nproc)" &&
+	(cd "$build" && rm -f ./*.deb && cpack -G DEB); } >"$build/package.log" 2>&1; then
+	cat "$build/package.log" >&2
+	echo "package: failed (log above, also in $build/package.log)" >&2
+	exit 1
+fi
+deb=$(ls "$build"/dumpwatch_*.deb)
+echo "package: built $deb" >&2
+echo "$deb"

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The Debian package (scripts/package.sh): lintian finds nothing but the two
+# tags explained below; installed with dpkg it lays down what install.sh
+# lays down with the prefix /usr (file for file, the directories with their
+# modes), the binary runs and checks the installed examples; removing it
+# leaves rules and dumps, purging removes them.
+#
+# Tags left, at lintian's pedantic and experimental levels (both "I:"):
+# - binary-has-unneeded-section .comment: the compilers' version strings
+#   (gcc's and those of the C runtime's start files); harmless.
+# - package-supports-alternative-init-but-no-init.d-script: dumpwatch ships a
+#   systemd unit only; without systemd it is started by hand (README).
+set -euo pipefail
+: "${DUMPWATCH:?set by ctest}"
+SRC=${DW_SOURCE_DIR:?set by ctest}
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (dpkg -i)"; exit 77; }
+T=$(mktemp -d /tmp/dw-pkg.XXXXXX)
+INSTALLED=0
+cleanup() {
+	((INSTALLED)) && dpkg -P dumpwatch >/dev/null 2>&1 || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+! dpkg -s dumpwatch >/dev/null 2>&1 || fail "a dumpwatch package is installed here already; remove it first"
+[ ! -e /etc/dumpwatch ] && [ ! -e /var/lib/dumpwatch ] ||
+	fail "/etc/dumpwatch or /var/lib/dumpwatch exists (an install.sh install?): the test would mix with it"
+
+deb=$(DW_PACKAGE_BUILD="$T/build" "$SRC/scripts/package.sh" 2>"$T/package.err") ||
+	{ cat "$T/package.err"; fail "package.sh failed"; }
+[ -f "$deb" ] || fail "no package: $deb"
+dpkg-deb -f "$deb" Depends | grep -q 'libjson-c5' || fail "Depends does not come from the libraries: $(dpkg-deb -f "$deb" Depends)"
+dpkg-deb -f "$deb" Depends | grep -q 'libcurl4' || fail "Depends lacks libcurl4"
+
+lintian -I -E --pedantic --tag-display-limit 0 "$deb" 2>/dev/null >"$T/lintian" || true
+grep -v -e 'binary-has-unneeded-section .comment' -e 'package-supports-alternative-init-but-no-init.d-script' \
+	"$T/lintian" | grep -E '^[EWIPX]:' >"$T/tags" || true
+[ ! -s "$T/tags" ] || fail "lintian: $(cat "$T/tags")"
+
+# What install.sh lays down with the same prefix, to compare.
+DW_INSTALL_BUILD="$T/build-install" "$SRC/scripts/install.sh" --root "$T/stage" --prefix /usr >"$T/install.out" 2>&1 ||
+	{ cat "$T/install.out"; fail "install.sh failed"; }
+
+dpkg -i "$deb" >"$T/dpkg.out" 2>&1 || { cat "$T/dpkg.out"; fail "dpkg -i failed"; }
+INSTALLED=1
+/usr/sbin/dumpwatch --version | grep -q '^dumpwatch ' || fail "the installed binary does not run"
+/usr/sbin/dumpwatch check /usr/share/dumpwatch/examples >"$T/check.out" 2>&1 ||
+	{ cat "$T/check.out"; fail "dumpwatch check of the installed examples"; }
+mode() { stat -c '%a %U' "$1"; }
+[ "$(mode /etc/dumpwatch/rules.d)" = "755 root" ] || fail "rules.d: $(mode /etc/dumpwatch/rules.d)"
+[ "$(mode /var/lib/dumpwatch)" = "711 root" ] || fail "state dir: $(mode /var/lib/dumpwatch)"
+[ "$(mode /var/lib/dumpwatch/dumps)" = "711 root" ] || fail "dump dir: $(mode /var/lib/dumpwatch/dumps)"
+grep -q '^ExecStart=/usr/sbin/dumpwatch --rules-dir' /lib/systemd/system/dumpwatch.service ||
+	fail "the unit does not start /usr/sbin/dumpwatch"
+zcat /usr/share/man/man8/dumpwatch.8.gz | grep -q '^\.Dt DUMPWATCH 8' || fail "dumpwatch(8) not installed"
+[ -f /usr/share/bash-completion/completions/dumpwatch ] || fail "no bash completion"
+
+# The same files as install.sh's: the package's, less its doc files and with
+# the man pages' .gz dropped; the unit in /lib (Debian's place) for install.sh's
+# PREFIX/lib.
+dpkg -L dumpwatch | while read -r f; do [ -f "$f" ] && echo "$f"; done |
+	sed -e 's/\.gz$//' -e 's|^/lib/systemd|/usr/lib/systemd|' |
+	grep -v -e '^/usr/share/doc/dumpwatch/changelog$' -e '^/usr/share/doc/dumpwatch/copyright$' | sort >"$T/pkg.files"
+(cd "$T/stage" && find . -type f | sed 's|^\.||') | sort >"$T/stage.files"
+diff "$T/stage.files" "$T/pkg.files" >"$T/diff" || fail "the package and install.sh lay down different files (< install.sh, > package): $(cat "$T/diff")"
+for d in /etc/dumpwatch/rules.d /var/lib/dumpwatch /var/lib/dumpwatch/dumps; do
+	[ "$(stat -c %a "$T/stage$d")" = "$(stat -c %a "$d")" ] || fail "$d: install.sh gives $(stat -c %a "$T/stage$d")"
+done
+
+# Remove: rules and dumps stay. Purge: they go.
+echo '{"name": "kept", "when": "loh-size > 1GB"}' >/etc/dumpwatch/rules.d/kept.json
+echo core >/var/lib/dumpwatch/dumps/x.core
+dpkg -r dumpwatch >"$T/dpkg.out" 2>&1 || { cat "$T/dpkg.out"; fail "dpkg -r failed"; }
+[ ! -e /usr/sbin/dumpwatch ] || fail "the binary is left after dpkg -r"
+[ -f /etc/dumpwatch/rules.d/kept.json ] && [ -f /var/lib/dumpwatch/dumps/x.core ] || fail "dpkg -r removed rules or dumps"
+dpkg -P dumpwatch >"$T/dpkg.out" 2>&1 || { cat "$T/dpkg.out"; fail "dpkg -P failed"; }
+INSTALLED=0
+[ ! -e /etc/dumpwatch ] && [ ! -e /var/lib/dumpwatch ] || fail "dpkg -P left /etc/dumpwatch or /var/lib/dumpwatch"
+echo "PASS: the package: lintian, the layout of install.sh, dumpwatch check, remove keeps rules and dumps, purge removes them"
