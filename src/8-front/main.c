@@ -1,26 +1,30 @@
 /* dumpwatch: command line. main() only dispatches on the mode; each mode has
  * its own option parser, which fills that mode's options and hands over to
  * the watcher, the guard (--rules-dir), `ps`, `record`, `check`, the views
- * (`counters`, `gc`) or the dump-context readers (`show`, `report`); it holds
- * no logic of its own. */
+ * (`counters`, `gc`), the dump-context readers (`show`, `report`) or the
+ * importer (`import`); it holds no logic of its own. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/context.h"
 #include "dumpwatch/defaults.h"
 #include "dumpwatch/discovery.h"
+#include "dumpwatch/dmimport.h"
 #include "dumpwatch/exitcodes.h"
 #include "dumpwatch/guard.h"
 #include "dumpwatch/launcher.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/record.h"
 #include "dumpwatch/rulecheck.h"
+#include "dumpwatch/rulefile_io.h"
 #include "dumpwatch/rules.h"
 #include "dumpwatch/status.h"
 #include "dumpwatch/trust.h"
@@ -108,6 +112,9 @@ static void usage(FILE *f)
 	    "       dumpwatch report [-o FILE] DIR        one HTML page of every dump context in DIR, newest\n"
 	    "                                             first, with plots (default DIR/index.html)\n"
 	    "       dumpwatch metrics                     the metric names a condition may use\n"
+	    "       dumpwatch import dotnet-monitor FILE --out DIR [--force]\n"
+	    "                                             write a rule file in DIR for each collection rule of\n"
+	    "                                             dotnet-monitor settings FILE; say what is not carried\n"
 	    "\n"
 	    "EXPR is METRIC OP VALUE [for DURATION], e.g. 'loh-size > 200MB', 'loh-alloc-rate > 50MB/s for 2s',\n"
 	    "'gc-pause > 500ms', 'private-memory > 2GB', 'System.Runtime/cpu-usage > 90%% for 10s'. All --when\n"
@@ -652,6 +659,144 @@ static int cmd_report(int argc, char **argv)
 		return context_exit(r);
 	}
 	return DW_EXIT_OK;
+}
+
+/* ---- import ------------------------------------------------------------- */
+
+#define IMPORT_USAGE "usage: dumpwatch import dotnet-monitor FILE --out DIR [--force]\n"
+
+/* Writes text to dir/name.json through a temporary file in dir (mode 0644,
+ * synced), renamed into place; without force an existing file is kept and
+ * -EEXIST returned. 0 or -errno. */
+static int import_write(const char *dir, const char *name, const char *text, int force)
+{
+	char tmp[PATH_MAX], path[PATH_MAX];
+	size_t len = strlen(text), off = 0;
+	ssize_t w;
+	int fd, r = 0;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s.json", dir, name) >= sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.json.XXXXXX", dir, name) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
+		return -errno;
+	if (fchmod(fd, 0644) < 0)
+		r = -errno;
+	while (r == 0 && off < len) {
+		if ((w = write(fd, text + off, len - off)) < 0) {
+			if (errno != EINTR)
+				r = -errno;
+			continue;
+		}
+		off += (size_t)w;
+	}
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, force ? 0 : RENAME_NOREPLACE) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+static int cmd_import(int argc, char **argv)
+{
+	static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
+	                                     {"force", no_argument, NULL, 'f'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {NULL, 0, NULL, 0}};
+	struct dmimport_result res;
+	const char *out = NULL, *file;
+	char err[PATH_MAX + 512], path[PATH_MAX];
+	char *text = NULL;
+	size_t len, n_exist = 0, n_written = 0, n_failed = 0;
+	struct stat st;
+	int c, force = 0, r;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'f':
+			force = 1;
+			break;
+		case 'h':
+			printf(
+			    IMPORT_USAGE
+			    "  reads dotnet-monitor settings (JSON with \"CollectionRules\", or a ConfigMap's\n"
+			    "  CollectionRules__NAME__... keys; at most 1 MiB and %d rules) and writes DIR/NAME.json\n"
+			    "  for each collection rule with a CollectDump action: filters to process.name,\n"
+			    "  process.cmdline and process.pid, EventCounter, EventMeter and the CPUUsage,\n"
+			    "  GCHeapSize and ThreadpoolQueueLength shortcuts to conditions, the dump type, and\n"
+			    "  Limits to max-dumps and window (cooldown: the trigger's window). Every written file\n"
+			    "  passes `dumpwatch check`. Each part not carried over is one line on standard output,\n"
+			    "  \"FILE: rule NAME: WHAT\", then a summary. Files are written whole (mode 0644) or not\n"
+			    "  at all; an existing one is kept, and nothing written, unless --force replaces it.\n"
+			    "  --out DIR   where the rule files go (it must exist)\n"
+			    "  --force     replace rule files of the same names in DIR\n"
+			    "  Exit 0 when at least one rule was written and every file could be; 1 on a bad\n"
+			    "  command line, settings that are not JSON or hold no importable rule, or a file\n"
+			    "  that exists; 2 when FILE cannot be read or DIR not written.\n"
+			    "\n",
+			    DMIMPORT_RULES_MAX);
+			exit_codes_print(stdout);
+			return DW_EXIT_OK;
+		default:
+			return DW_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2 || strcmp(argv[optind], "dotnet-monitor") != 0 || !out) {
+		fputs(IMPORT_USAGE, stderr);
+		return DW_EXIT_USAGE;
+	}
+	file = argv[optind + 1];
+	if (stat(out, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "dumpwatch import: %s: not a directory\n", out);
+		return DW_EXIT_TARGET;
+	}
+	if (rulefile_read(file, &text, &len, err, sizeof(err)) < 0) {
+		fprintf(stderr, "dumpwatch import: %s\n", err);
+		return DW_EXIT_TARGET;
+	}
+	r = dmimport_convert(text, len, file, &res, err, sizeof(err));
+	free(text);
+	if (r < 0) {
+		fprintf(stderr, "%s: %s\n", file, err);
+		return r == -ENOMEM ? DW_EXIT_RUNTIME : DW_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < res.n_notes; i++) {
+		if (res.notes[i].rule[0])
+			printf("%s: rule %s: %s\n", file, res.notes[i].rule, res.notes[i].text);
+		else
+			printf("%s: %s\n", file, res.notes[i].text);
+	}
+	/* All or nothing against what is there: a partial import that left some
+	 * old rules beside new ones would be hard to see. */
+	for (size_t i = 0; !force && i < res.n_rules; i++) {
+		snprintf(path, sizeof(path), "%s/%s.json", out, res.rules[i].name);
+		if (lstat(path, &st) == 0) {
+			fprintf(stderr, "dumpwatch import: %s exists: nothing written (--force replaces it)\n", path);
+			n_exist++;
+		}
+	}
+	for (size_t i = 0; n_exist == 0 && i < res.n_rules; i++) {
+		r = import_write(out, res.rules[i].name, res.rules[i].text, force);
+		if (r < 0) {
+			fprintf(stderr, "dumpwatch import: %s/%s.json: %s\n", out, res.rules[i].name, strerror(-r));
+			n_failed++;
+		} else {
+			n_written++;
+		}
+	}
+	printf("%s: %zu of %zu collection rules written to %s, %zu notes\n", file, n_written, res.n_source_rules, out,
+	       res.n_notes);
+	r = n_failed ? DW_EXIT_TARGET : n_exist || res.n_rules == 0 ? DW_EXIT_USAGE : DW_EXIT_OK;
+	dmimport_result_free(&res);
+	return r;
 }
 
 /* ---- the watch and the guard ------------------------------------------ */
@@ -1358,9 +1503,9 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*run)(int argc, char **argv);
 	} commands[] = {
-	    {"ps", cmd_ps},          {"record", cmd_record}, {"check", cmd_check}, {"counters", cmd_counters},
-	    {"gc", cmd_gc},          {"status", cmd_status}, {"show", cmd_show},   {"report", cmd_report},
-	    {"metrics", cmd_metrics}};
+	    {"ps", cmd_ps},           {"record", cmd_record}, {"check", cmd_check}, {"counters", cmd_counters},
+	    {"gc", cmd_gc},           {"status", cmd_status}, {"show", cmd_show},   {"report", cmd_report},
+	    {"metrics", cmd_metrics}, {"import", cmd_import}};
 
 	if (argc > 1)
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
