@@ -216,6 +216,7 @@ struct conv_ctx {
 	const char *source;
 	char rule[72]; /* the rule being converted, printable */
 	int rule_notes;
+	int last;   /* the note saying a rule is not imported: never capped */
 	int failed; /* -ENOMEM */
 };
 
@@ -225,10 +226,13 @@ __attribute__((format(printf, 2, 3))) static void note(struct conv_ctx *c, const
 	struct dmimport_note *n, *grown;
 	va_list ap;
 
-	if (c->rule[0] && ++c->rule_notes > NOTES_PER_RULE) {
-		if (c->rule_notes == NOTES_PER_RULE + 1)
-			note(c, "more not carried over: only the first %d notes of a rule are shown", NOTES_PER_RULE);
-		return;
+	int capped = 0;
+
+	/* A rule's notes are bounded; whether it was written is always said. */
+	if (c->rule[0] && !c->last && ++c->rule_notes > NOTES_PER_RULE) {
+		if (c->rule_notes > NOTES_PER_RULE + 1)
+			return;
+		capped = 1;
 	}
 	if ((r->n_notes & 63) == 0) {
 		grown = realloc(r->notes, (r->n_notes + 64) * sizeof(*grown));
@@ -240,9 +244,14 @@ __attribute__((format(printf, 2, 3))) static void note(struct conv_ctx *c, const
 	}
 	n = &r->notes[r->n_notes++];
 	snprintf(n->rule, sizeof(n->rule), "%s", c->rule);
-	va_start(ap, fmt);
-	vsnprintf(n->text, sizeof(n->text), fmt, ap);
-	va_end(ap);
+	if (capped) {
+		snprintf(n->text, sizeof(n->text), "more not carried over: only the first %d notes of a rule are shown",
+		         NOTES_PER_RULE);
+	} else {
+		va_start(ap, fmt);
+		vsnprintf(n->text, sizeof(n->text), fmt, ap);
+		va_end(ap);
+	}
 	for (char *p = n->text; *p; p++)
 		if (*p < 0x20 || *p >= 0x7f)
 			*p = '?';
@@ -891,8 +900,10 @@ static void conv_rule(struct conv_ctx *c, const char *src_name, json_object *r)
 	}
 	/* What is handed out is what `dumpwatch check` accepts. */
 	if (rulefile_parse(text, strlen(text), &parsed, &diag, 1, &nd) < 0) {
+		c->last = 1;
 		note(c, "not imported: the rule dumpwatch would get is refused (%d:%d: %s)", diag.line, diag.column,
 		     nd ? diag.message : "?");
+		c->last = 0;
 		free(text);
 		return;
 	}
@@ -911,7 +922,9 @@ static void conv_rule(struct conv_ctx *c, const char *src_name, json_object *r)
 	out->text = text;
 	return;
 refused:
+	c->last = 1;
 	note(c, "not imported: %s", v.why);
+	c->last = 0;
 }
 
 /* ---- the settings --------------------------------------------------------- */

@@ -23,7 +23,7 @@ done
 
 {
 	"$DUMPWATCH" --help
-	for mode in ps record check counters gc status show report; do
+	for mode in ps record check counters gc status show report import; do
 		"$DUMPWATCH" "$mode" --help || fail "dumpwatch $mode --help failed"
 	done
 } >"$T/help" 2>&1
