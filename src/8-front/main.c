@@ -736,7 +736,7 @@ static int cmd_import(int argc, char **argv)
 			    "  passes `dumpwatch check`. Each part not carried over is one line on standard output,\n"
 			    "  \"FILE: rule NAME: WHAT\", then a summary. Files are written whole (mode 0644) or not\n"
 			    "  at all; an existing one is kept, and nothing written, unless --force replaces it.\n"
-			    "  --out DIR   where the rule files go (it must exist)\n"
+			    "  --out DIR   where the rule files go (made when missing; its parent must exist)\n"
 			    "  --force     replace rule files of the same names in DIR\n"
 			    "  Exit 0 when at least one rule was written and every file could be; 1 on a bad\n"
 			    "  command line, settings that are not JSON or hold no importable rule, or a file\n"
@@ -754,8 +754,15 @@ static int cmd_import(int argc, char **argv)
 		return DW_EXIT_USAGE;
 	}
 	file = argv[optind + 1];
+	/* DIR is made when missing (its parent must exist); a path that is
+	 * something else is refused. */
+	if (stat(out, &st) < 0 && errno == ENOENT && mkdir(out, 0755) < 0) {
+		fprintf(stderr, "dumpwatch import: cannot create %s: %s\n", out, strerror(errno));
+		return DW_EXIT_TARGET;
+	}
 	if (stat(out, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "dumpwatch import: %s: not a directory\n", out);
+		fprintf(stderr, "dumpwatch import: %s: %s\n", out,
+		        errno == ENOENT ? strerror(errno) : "not a directory");
 		return DW_EXIT_TARGET;
 	}
 	if (rulefile_read(file, &text, &len, err, sizeof(err)) < 0) {
