@@ -17,6 +17,7 @@
 #include "dumpwatch/rulefile.h"
 #include "dumpwatch/rulefile_io.h"
 #include "dumpwatch/text.h"
+#include "dumpwatch/trust.h"
 
 struct seen_name {
 	char name[RULE_NAME_MAX];
@@ -128,6 +129,21 @@ static void check_file(struct checker *k, const char *path)
 		s->line = rules[i].name_line;
 		s->column = rules[i].name_column;
 		k->n_names++;
+	}
+	/* A hook program root may not run is refused each time it is due, not
+	 * when its rule is loaded: said here, beforehand, without failing the
+	 * file (the daemon takes it). */
+	for (int i = 0; i < n; i++) {
+		const struct hook_cmd *cmds[2] = {&rules[i].on_fire, &rules[i].on_dump};
+		static const char *const which[2] = {"on-fire", "on-dump"};
+		for (int c = 0; c < 2; c++) {
+			char real[PATH_MAX], why[768];
+			if (cmds[c]->argc == 0 || trust_exec_path(hook_cmd_arg(cmds[c], 0), "hook", real, sizeof(real),
+			                                          why, sizeof(why)) == 0)
+				continue;
+			check_print(k->errf, "%s:%d: warning: rule %s: hooks.%s will not run: %s", path, rules[i].line,
+			            rules[i].rule.name, which[c], why);
+		}
 	}
 	if (dups)
 		check_status(k, DW_EXIT_USAGE);

@@ -23,7 +23,18 @@ grep -qx 'examples/loh-balloon.json: 1 rule OK' "$T/out" || fail "no OK line for
 grep -qx 'examples/meters.json: 4 rules OK' "$T/out" || fail "no OK line for meters.json: $(cat "$T/out")"
 grep -qx 'examples/exceptions-and-native-memory.json: 4 rules OK' "$T/out" ||
 	fail "no OK line for exceptions-and-native-memory.json"
-[ ! -s "$T/err" ] || fail "messages for good files"
+# The one message for good files: fleet.json's hook programs are not on this
+# machine (an example), said as warnings that do not fail the file.
+grep -qx 'examples/fleet.json: 2 rules OK' "$T/out" || fail "no OK line for fleet.json"
+grep -qx 'examples/fleet.json:4: warning: rule orders-loh: hooks.on-fire will not run: hook /usr/local/bin/page-oncall: No such file or directory' "$T/err" ||
+	fail "no warning for fleet.json's on-fire program: $(cat "$T/err")"
+grep -qx 'examples/fleet.json:4: warning: rule orders-loh: hooks.on-dump will not run: hook /usr/local/bin/post-incident: No such file or directory' "$T/err" ||
+	fail "no warning for fleet.json's on-dump program"
+[ "$(wc -l <"$T/err")" -eq 2 ] || fail "messages for good files: $(cat "$T/err")"
+# A hook program root may run gives none; one another user could change, a warning.
+printf '{"name": "h", "when": "gc-pause > 1s", "hooks": {"on-dump": ["/bin/true", "x"]}}\n' >"$T/hook-ok.json"
+"$DUMPWATCH" check "$T/hook-ok.json" >"$T/out" 2>"$T/err" || fail "hook-ok.json does not check"
+[ ! -s "$T/err" ] || fail "a warning for /bin/true: $(cat "$T/err")"
 
 expect() { # FILE EXPECTED-LINE...
 	local f=$1 rc=0
