@@ -125,7 +125,15 @@ static void test_check_paths(void)
 		char *p[] = {in(ex_dir, "")};
 		rc = run_check(p, 1, out, sizeof(out), err, sizeof(err));
 		CHECK_MSG(rc == 0, "rc=%d %s", rc, err);
-		CHECK_STR(err, "");
+		/* The only messages: fleet.json's hook programs are not on this
+		 * machine, said as warnings that do not fail the file. */
+		snprintf(want, sizeof(want),
+		         "%s/fleet.json:4: warning: rule orders-loh: hooks.on-fire will not run: hook "
+		         "/usr/local/bin/page-oncall: No such file or directory\n"
+		         "%s/fleet.json:4: warning: rule orders-loh: hooks.on-dump will not run: hook "
+		         "/usr/local/bin/post-incident: No such file or directory\n",
+		         ex_dir, ex_dir);
+		CHECK_STR(err, want);
 		snprintf(want, sizeof(want), "%s/loh-balloon.json: 1 rule OK\n", ex_dir);
 		CHECK(strstr(out, want) != NULL);
 		snprintf(want, sizeof(want), "%s/gc-trouble.json: 2 rules OK\n", ex_dir);
