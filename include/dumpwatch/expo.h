@@ -57,6 +57,12 @@ struct expo_process {
 	const struct metrics *m; /* NULL: not attached, no values */
 };
 
+/* The labels of p's samples, pid, process, container and pod, into l[0..3]
+ * (EXPO_PROCESS_LABELS of them); pid is written into pidbuf, which l
+ * points to. */
+#define EXPO_PROCESS_LABELS 4
+void expo_process_labels(const struct expo_process *p, char *pidbuf, size_t pidlen, struct expo_label *l);
+
 /* Appends the families of the processes' metrics as of now_ns: the
  * built-in metrics each process's session knows (GC sizes, pauses, rates,
  * allocation rates, /proc figures; a value not known is left out) and every

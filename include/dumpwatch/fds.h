@@ -1,4 +1,5 @@
-/* Open file descriptors: the process's limit and how many are open. The guard
+/* Open file descriptors: the process's limit and how many are open, closing
+ * all of them in a child, and a file written whole through one. The guard
  * holds two descriptors per attached process (its event stream and its
  * pidfd), so the default soft limit of 1024 would let about 500 processes,
  * any user's, use them all up and leave none for finding the next process,
@@ -6,7 +7,9 @@
 #ifndef DUMPWATCH_FDS_H
 #define DUMPWATCH_FDS_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct fds_limit {
 	uint64_t soft_before; /* RLIMIT_NOFILE's soft limit as we found it */
@@ -31,5 +34,18 @@ static inline int fds_room(uint64_t open, uint64_t need, uint64_t reserve, uint6
 {
 	return open + need + reserve <= limit;
 }
+
+/* Closes every descriptor from lowfd up: close_range, or one by one where
+ * the kernel lacks it (before 5.9). For a child about to run something of
+ * its own, so that nothing of the daemon's stays open in it. */
+void fds_close_from(unsigned lowfd);
+
+/* Writes len bytes at data as the file name in the directory dirfd, whole or
+ * not at all: a new file ".NAME.tmp.PID" (mode, whatever the umask; not
+ * through a link), written, synced and renamed over name (noreplace: never
+ * over an existing file, which is -EEXIST), then the directory synced. On
+ * failure the temporary file is removed and name is as it was. 0 or -errno
+ * (-ENAMETOOLONG when the temporary name does not fit NAME_MAX). */
+int fds_write_file(int dirfd, const char *name, const void *data, size_t len, mode_t mode, int noreplace);
 
 #endif

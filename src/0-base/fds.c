@@ -3,8 +3,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 int fds_raise_limit(struct fds_limit *out)
 {
@@ -36,4 +42,52 @@ int fds_count_open(void)
 			n++;
 	closedir(d);
 	return n > 0 ? n - 1 : 0;
+}
+
+void fds_close_from(unsigned lowfd)
+{
+	if (syscall(SYS_close_range, lowfd, ~0U, 0U) == 0)
+		return;
+	for (int fd = (int)lowfd; fd < 65536; fd++)
+		close(fd);
+}
+
+int fds_write_file(int dirfd, const char *name, const void *data, size_t len, mode_t mode, int noreplace)
+{
+	char tmp[NAME_MAX + 1];
+	const char *p = data;
+	int fd, r = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), ".%s.tmp.%d", name, (int)getpid()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	/* Left by a write of ours that died half-way: the same pid. */
+	unlinkat(dirfd, tmp, 0);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) < 0)
+		r = -errno;
+	while (r == 0 && len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			r = w < 0 ? -errno : -EIO;
+			break;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat2(dirfd, tmp, dirfd, name, noreplace ? RENAME_NOREPLACE : 0) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlinkat(dirfd, tmp, 0);
+		return r;
+	}
+	fsync(dirfd);
+	return 0;
 }

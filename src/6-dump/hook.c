@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/defaults.h"
+#include "dumpwatch/fds.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/trust.h"
@@ -446,9 +447,7 @@ static void child_exec(const struct hook_user *u, const char *prog, char *const 
 		close(3);
 	if (c < 0)
 		close(4);
-	if (syscall(SYS_close_range, 5U, ~0U, 0U) < 0)
-		for (int fd = 5; fd < 65536; fd++)
-			close(fd);
+	fds_close_from(5);
 	if (geteuid() == 0) {
 		if (setgroups(u->n_groups, u->groups) < 0 || setresgid(u->gid, u->gid, u->gid) < 0 ||
 		    setresuid(u->uid, u->uid, u->uid) < 0) {

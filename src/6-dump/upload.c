@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dumpwatch/fds.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/text.h"
 
@@ -128,9 +129,9 @@ static void entry_name(const struct up_entry *e, char *out, size_t outlen)
  * old). 0 or -errno. */
 static int entry_save(struct uploader *u, const struct up_entry *e)
 {
-	char name[64], tmp[80];
+	char name[64];
 	struct json_object *o, *files;
-	int fd, r = 0;
+	int r;
 
 	if (u->qfd < 0)
 		return 0;
@@ -152,25 +153,14 @@ static int entry_save(struct uploader *u, const struct up_entry *e)
 	json_object_object_add(o, "rule", json_object_new_string(e->rule));
 	json_object_object_add(o, "attempts", json_object_new_int64(e->attempts));
 	json_object_object_add(o, "queued_unix_us", json_object_new_int64(e->queued_unix_us));
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	size_t len = strlen(text);
-
-	entry_name(e, name, sizeof(name));
-	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-	fd = openat(u->qfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		r = -errno;
-	} else {
-		if (write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
-			r = errno ? -errno : -EIO;
-		close(fd);
-		if (r == 0 && renameat(u->qfd, tmp, u->qfd, name) < 0)
-			r = -errno;
-		if (r < 0)
-			unlinkat(u->qfd, tmp, 0);
-		else
-			fsync(u->qfd);
+	char *text = NULL;
+	if (asprintf(&text, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)) < 0) {
+		json_object_put(o);
+		return -ENOMEM;
 	}
+	entry_name(e, name, sizeof(name));
+	r = fds_write_file(u->qfd, name, text, strlen(text), 0600, 0);
+	free(text);
 	json_object_put(o);
 	return r;
 }
@@ -570,9 +560,7 @@ static void pump(struct uploader *u)
 		 * moves to 3, the rest goes. */
 		if (dup2(p[1], 3) < 0)
 			_exit(1);
-		if (syscall(SYS_close_range, 4U, ~0U, 0U) < 0)
-			for (int fd = 4; fd < 65536; fd++)
-				close(fd);
+		fds_close_from(4);
 		child_run(u, &e->f[i], 3);
 	}
 	close(p[1]);

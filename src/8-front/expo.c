@@ -273,7 +273,7 @@ static const struct family families[] = {
     {"fds", "dotnet_process_open_fds", "gauge", 1, "Open file descriptors, polled from /proc."},
 };
 
-static void proc_labels(const struct expo_process *p, char *pid, size_t pidlen, struct expo_label *l)
+void expo_process_labels(const struct expo_process *p, char *pid, size_t pidlen, struct expo_label *l)
 {
 	snprintf(pid, pidlen, "%d", (int)p->pid);
 	l[0] = (struct expo_label){"pid", pid};
@@ -301,7 +301,7 @@ void expo_processes(struct expo_buf *b, const struct expo_process *procs, size_t
 				expo_family(b, families[f].name, families[f].type, families[f].help);
 				header = 1;
 			}
-			proc_labels(&procs[i], pid, sizeof(pid), l);
+			expo_process_labels(&procs[i], pid, sizeof(pid), l);
 			expo_sample(b, families[f].name, l, 4, v * families[f].scale);
 		}
 	}
@@ -317,7 +317,7 @@ void expo_processes(struct expo_buf *b, const struct expo_process *procs, size_t
 				            "increment over the interval), in its own display units.");
 				header = 1;
 			}
-			proc_labels(&procs[i], pid, sizeof(pid), l);
+			expo_process_labels(&procs[i], pid, sizeof(pid), l);
 			l[4] = (struct expo_label){"provider", c.provider};
 			l[5] = (struct expo_label){"counter", c.name};
 			expo_sample(b, "dotnet_eventcounter", l, 6, c.value);

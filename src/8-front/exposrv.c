@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/expo.h"
+#include "dumpwatch/fds.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/loop.h"
 
@@ -216,24 +217,9 @@ static int file_open(struct exposrv *s, const char *path, char *err, size_t errl
 	return 0;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int exposrv_write_file(struct exposrv *s, char *err, size_t errlen)
 {
-	char tmp[NAME_MAX + 32]; /* base is at most NAME_MAX - 24 (file_open) */
-	int fd, r;
+	int r;
 
 	if (!s || s->dirfd < 0)
 		return 0;
@@ -242,36 +228,14 @@ int exposrv_write_file(struct exposrv *s, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: the metrics could not be built (out of memory)", s->path);
 		return -ENOMEM;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", s->base, (int)getpid());
-	fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 && errno == EEXIST) {
-		/* Left by a write of ours that died half-way: same pid. */
-		unlinkat(s->dirfd, tmp, 0);
-		fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	}
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot create %s.tmp.%d: %s", s->path, (int)getpid(), strerror(-r));
-		free(text);
-		return r;
-	}
-	/* The umask must not take the readers' permission away. */
-	fchmod(fd, 0644);
-	r = write_all(fd, text, strlen(text));
+	/* 0644 whatever the umask: node_exporter reads it as another user. */
+	r = fds_write_file(s->dirfd, s->base, text, strlen(text), 0644, 0);
 	free(text);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && renameat(s->dirfd, tmp, s->dirfd, s->base) < 0)
-		r = -errno;
 	if (r < 0) {
-		unlinkat(s->dirfd, tmp, 0);
 		snprintf(err, errlen, "cannot write %s: %s", s->path, strerror(-r));
 		s->st.failed++;
 		return r;
 	}
-	fsync(s->dirfd);
 	s->st.writes++;
 	return 0;
 }

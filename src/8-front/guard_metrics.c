@@ -69,6 +69,7 @@ char *guard_metrics_text(void *ctx)
 	struct expo_process *ps = g->n_procs ? calloc(g->n_procs, sizeof(*ps)) : NULL;
 	size_t attached = 0;
 	char pid[16];
+	struct expo_label l[EXPO_PROCESS_LABELS];
 
 	if (g->n_procs && !ps)
 		return NULL;
@@ -89,21 +90,14 @@ char *guard_metrics_text(void *ctx)
 		expo_family(&b, "dumpwatch_process_attached", "gauge",
 		            "1 while the guard streams the process's events, 0 when it only knows it.");
 		for (size_t i = 0; i < g->n_procs; i++) {
-			struct expo_label l[4] = {{"pid", pid},
-			                          {"process", ps[i].process},
-			                          {"container", ps[i].container},
-			                          {"pod", ps[i].pod}};
-			snprintf(pid, sizeof(pid), "%d", (int)ps[i].pid);
-			expo_sample(&b, "dumpwatch_process_attached", l, 4, ps[i].m ? 1 : 0);
+			expo_process_labels(&ps[i], pid, sizeof(pid), l);
+			expo_sample(&b, "dumpwatch_process_attached", l, EXPO_PROCESS_LABELS, ps[i].m ? 1 : 0);
 		}
 		expo_family(&b, "dumpwatch_process_dumps_total", "counter", "Dumps taken of the process.");
 		for (size_t i = 0; i < g->n_procs; i++) {
-			struct expo_label l[4] = {{"pid", pid},
-			                          {"process", ps[i].process},
-			                          {"container", ps[i].container},
-			                          {"pod", ps[i].pod}};
-			snprintf(pid, sizeof(pid), "%d", (int)ps[i].pid);
-			expo_sample(&b, "dumpwatch_process_dumps_total", l, 4, (double)target_dumps(g->procs[i]->tg));
+			expo_process_labels(&ps[i], pid, sizeof(pid), l);
+			expo_sample(&b, "dumpwatch_process_dumps_total", l, EXPO_PROCESS_LABELS,
+			            (double)target_dumps(g->procs[i]->tg));
 		}
 	}
 	expo_processes(&b, ps, g->n_procs, loop_now());

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dumpwatch/fds.h"
 #include "dumpwatch/log.h"
 
 #ifdef DW_HAVE_LIBUNITY
@@ -269,7 +270,7 @@ struct launcher *launcher_start(const char *desktop_id, int verbose)
 			dup2(devnull, STDIN_FILENO);
 		if (dup2(p[0], 3) < 0)
 			_exit(1);
-		close_range(4, ~0U, 0);
+		fds_close_from(4);
 		/* ^C at the terminal, or a SIGTERM to the whole group, is for
 		 * the parent: the child ends when the pipe does, clearing the
 		 * entry first. */

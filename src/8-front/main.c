@@ -19,6 +19,7 @@
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/dmimport.h"
 #include "dumpwatch/exitcodes.h"
+#include "dumpwatch/fds.h"
 #include "dumpwatch/guard.h"
 #include "dumpwatch/launcher.h"
 #include "dumpwatch/log.h"
@@ -665,39 +666,21 @@ static int cmd_report(int argc, char **argv)
 
 #define IMPORT_USAGE "usage: dumpwatch import dotnet-monitor FILE --out DIR [--force]\n"
 
-/* Writes text to dir/name.json through a temporary file in dir (mode 0644,
- * synced), renamed into place; without force an existing file is kept and
- * -EEXIST returned. 0 or -errno. */
+/* Writes text to dir/name.json (fds_write_file: whole or not at all, mode
+ * 0644); without force an existing file is kept and -EEXIST returned. 0 or
+ * -errno. */
 static int import_write(const char *dir, const char *name, const char *text, int force)
 {
-	char tmp[PATH_MAX], path[PATH_MAX];
-	size_t len = strlen(text), off = 0;
-	ssize_t w;
-	int fd, r = 0;
+	char file[NAME_MAX + 1];
+	int dfd, r;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s.json", dir, name) >= sizeof(path) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.json.XXXXXX", dir, name) >= sizeof(tmp))
+	if ((size_t)snprintf(file, sizeof(file), "%s.json", name) >= sizeof(file))
 		return -ENAMETOOLONG;
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0)
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return -errno;
-	if (fchmod(fd, 0644) < 0)
-		r = -errno;
-	while (r == 0 && off < len) {
-		if ((w = write(fd, text + off, len - off)) < 0) {
-			if (errno != EINTR)
-				r = -errno;
-			continue;
-		}
-		off += (size_t)w;
-	}
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && renameat2(AT_FDCWD, tmp, AT_FDCWD, path, force ? 0 : RENAME_NOREPLACE) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
+	r = fds_write_file(dfd, file, text, strlen(text), 0644, !force);
+	close(dfd);
 	return r;
 }
 
