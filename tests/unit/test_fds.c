@@ -1,15 +1,79 @@
 /* Unit tests of the descriptor helpers: the count follows opens and closes,
- * the soft limit is raised to the hard one, and the room rule. */
+ * the soft limit is raised to the hard one, and the room rule; a file
+ * written whole (its mode whatever the umask, no temporary left, an existing
+ * one kept under noreplace, never written through a link). */
 #include "dumpwatch/fds.h"
 
 #include "check.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+static void slurp(int dirfd, const char *name, char *out, size_t outlen)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, out, outlen - 1) : -1;
+	out[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+}
+
+static void test_write_file(void)
+{
+	char dir[] = "/tmp/dw-fds-XXXXXX", buf[64];
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	int n = 0;
+
+	CHECK(mkdtemp(dir) != NULL);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	mode_t old = umask(077);
+	CHECK(fds_write_file(dfd, "a.prom", "one\n", 4, 0644, 0) == 0);
+	umask(old);
+	slurp(dfd, "a.prom", buf, sizeof(buf));
+	CHECK_STR(buf, "one\n");
+	CHECK(fstatat(dfd, "a.prom", &st, 0) == 0 && (st.st_mode & 07777) == 0644);
+	CHECK(fds_write_file(dfd, "a.prom", "two\n", 4, 0600, 0) == 0);
+	slurp(dfd, "a.prom", buf, sizeof(buf));
+	CHECK_STR(buf, "two\n");
+	/* noreplace: the file there stays as it was. */
+	CHECK(fds_write_file(dfd, "a.prom", "three\n", 6, 0644, 1) == -EEXIST);
+	slurp(dfd, "a.prom", buf, sizeof(buf));
+	CHECK_STR(buf, "two\n");
+	/* A link planted under the temporary name is not written through. */
+	char tmp[64];
+	snprintf(tmp, sizeof(tmp), ".b.prom.tmp.%d", (int)getpid());
+	CHECK(symlinkat("a.prom", dfd, tmp) == 0);
+	CHECK(fds_write_file(dfd, "b.prom", "four\n", 5, 0644, 0) == 0);
+	slurp(dfd, "a.prom", buf, sizeof(buf));
+	CHECK_STR(buf, "two\n");
+	slurp(dfd, "b.prom", buf, sizeof(buf));
+	CHECK_STR(buf, "four\n");
+	/* Nothing else is left: a.prom and b.prom. */
+	d = opendir(dir);
+	while (d && (de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.' || (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")))
+			n++;
+	if (d)
+		closedir(d);
+	CHECK_MSG(n == 2, "%d entries", n);
+	unlinkat(dfd, "a.prom", 0);
+	unlinkat(dfd, "b.prom", 0);
+	close(dfd);
+	rmdir(dir);
+}
 
 int main(void)
 {
+	test_write_file();
 	int before = fds_count_open(), fd[10];
 
 	CHECK(before >= 3);
