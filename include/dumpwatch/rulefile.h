@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "dumpwatch/hook.h"
+#include "dumpwatch/hookcmd.h"
 #include "dumpwatch/rules.h"
 
 #define RULEFILE_GLOB_MAX 256
