@@ -928,15 +928,18 @@ static void on_dump_deleted(void *ctx, const char *path, uint64_t bytes, int con
 
 /* Writes the context files of the fire in t->fx beside its dump (res: the
  * dump published, NULL when none was) and names them in rec, or says there
- * why they are missing. */
+ * why they are missing. Their paths also go to ret_json and ret_plot
+ * (PATH_MAX each; "" when not written) unless NULL. */
 static void context_publish(struct target *t, enum dumpctx_outcome outcome, const char *err,
-                            const struct dump_result *res, struct json_object *rec)
+                            const struct dump_result *res, struct json_object *rec, char *ret_json, char *ret_plot)
 {
 	struct dumpctx_input *in = &t->fx;
-	char jp[PATH_MAX], sp[PATH_MAX], why[768];
+	char jbuf[PATH_MAX], sbuf[PATH_MAX], why[768];
+	char *jp = ret_json ? ret_json : jbuf, *sp = ret_plot ? ret_plot : sbuf;
 	struct passwd pw, *pwp = NULL;
 	char pwbuf[4096];
 
+	jp[0] = sp[0] = '\0';
 	if (!t->ct || !in->rule)
 		return;
 	in->outcome = outcome;
@@ -958,6 +961,7 @@ static void context_publish(struct target *t, enum dumpctx_outcome outcome, cons
 		json_object_object_add(rec, "plot", json_object_new_string(sp));
 		json_object_object_add(rec, "context_ms", report_num((double)(loop_now() - t0) / 1e6, 3));
 	} else {
+		jp[0] = sp[0] = '\0';
 		json_object_object_add(rec, "context_error", json_object_new_string(why));
 		log_warn("the context of the dump of pid %d (%s) for rule %s is missing: %s", (int)t->dt.pid, t->name,
 		         in->rule->rule.name, why);
@@ -1026,8 +1030,8 @@ static void run_hook(struct target *t, const struct target_rule *tr, int on_dump
 	    .dump = dump,
 	    .context = context,
 	    .dump_bytes = bytes,
-	    .container = target_ident(t)->container[0] ? target_ident(t)->container : NULL,
-	    .pod = target_ident(t)->pod[0] ? target_ident(t)->pod : NULL,
+	    .container = t->ident.container[0] ? t->ident.container : NULL,
+	    .pod = t->ident.pod[0] ? t->ident.pod : NULL,
 	    .dump_fd = dump ? open(dump, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1,
 	    .ctx_fd = context ? open(context, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1,
 	};
@@ -1125,7 +1129,7 @@ static void fire(struct target *t, size_t i, int64_t now)
 		struct json_object *frec = rec_rule(t, r->name);
 		t->job = NULL;
 		t->fx.dump_start_unix_ns = 0;
-		context_publish(t, rc == -ENOSPC ? DUMPCTX_SKIPPED : DUMPCTX_FAILED, err, NULL, frec);
+		context_publish(t, rc == -ENOSPC ? DUMPCTX_SKIPPED : DUMPCTX_FAILED, err, NULL, frec, NULL, NULL);
 		if (rc == -ENOSPC) {
 			journal_err(t, "dump-skipped", frec, err);
 			log_warn("dump of pid %d (%s) for rule %s %s", (int)t->dt.pid, t->name, r->name, err);
@@ -1387,20 +1391,15 @@ static void on_dump(struct loop *l, int fd, uint32_t events, void *ctx)
 	t->job = NULL;
 	if (rc < 0) {
 		struct json_object *rec = rec_rule(t, tr->fr.rule.name);
-		context_publish(t, DUMPCTX_FAILED, err, NULL, rec);
+		context_publish(t, DUMPCTX_FAILED, err, NULL, rec, NULL, NULL);
 		journal_err(t, "dump-failed", rec, err);
 		log_error("dump of pid %d (%s) for rule %s failed: %s", (int)t->dt.pid, t->name, tr->fr.rule.name, err);
 	} else {
 		struct json_object *rec = rec_rule(t, tr->fr.rule.name);
 		t->dumps++;
 		report_dump(rec, &res, tr->fr.rule.dump_type);
-		context_publish(t, DUMPCTX_DUMP, NULL, &res, rec);
-		struct json_object *cp = NULL;
-		char context[PATH_MAX] = "", plot[PATH_MAX] = "";
-		if (json_object_object_get_ex(rec, "context", &cp))
-			snprintf(context, sizeof(context), "%s", json_object_get_string(cp));
-		if (json_object_object_get_ex(rec, "plot", &cp))
-			snprintf(plot, sizeof(plot), "%s", json_object_get_string(cp));
+		char context[PATH_MAX], plot[PATH_MAX];
+		context_publish(t, DUMPCTX_DUMP, NULL, &res, rec, context, plot);
 		journal_write(t->cfg->journal, "dump", rec);
 		log_info("dump written: %s (%.1f MB in %.1f s, via %s)", res.path, (double)res.bytes / 1e6,
 		         res.duration_ms / 1e3, res.via);
@@ -1575,7 +1574,7 @@ void target_free(struct target *t)
 	if (t->job) {
 		const char *why = "stopped before the dump completed; the partial file was removed";
 		struct json_object *rec = rec_rule(t, t->rules[t->job_rule].fr.rule.name);
-		context_publish(t, DUMPCTX_FAILED, why, NULL, rec);
+		context_publish(t, DUMPCTX_FAILED, why, NULL, rec, NULL, NULL);
 		journal_err(t, "dump-failed", rec, why);
 		loop_del(t->cfg->loop, dump_job_fd(t->job));
 		dump_job_abort(t->job);
