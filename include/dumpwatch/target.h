@@ -76,7 +76,7 @@ struct target_config {
 	 * say are uploaded. */
 	struct uploader *uploads;
 	int upload_default;
-	int runtime_counters;     /* subscribe to System.Runtime's counters even when no rule reads them */
+	int runtime_counters; /* subscribe to System.Runtime's counters even when no rule reads them */
 };
 
 /* One rule applied to the process, with its evaluation state. */
@@ -173,8 +173,12 @@ int target_busy(const struct target *t);
 int target_dumping(const struct target *t);
 /* A retry is scheduled (after a failure). */
 int target_retrying(const struct target *t, int64_t *ret_at);
-/* Counted in the descriptors the owner estimates. */
+/* Counted in the descriptors the owner estimates: those held now, and
+ * those an attachment under way will take without asking (its pidfd, opened
+ * when the stream starts), so that several attachments allowed at once do
+ * not together take more than was allowed. */
 int target_fds(const struct target *t);
+int target_fds_pending(const struct target *t);
 
 enum target_state target_state(const struct target *t);
 const struct dn_target *target_process(const struct target *t);

@@ -1683,6 +1683,11 @@ int target_fds(const struct target *t)
 	       (t->stop_op != NULL) + (t->job ? 8 : 0) + (t->ps ? procstat_fds(t->ps) : 0);
 }
 
+int target_fds_pending(const struct target *t)
+{
+	return t->state == TARGET_ATTACHING && t->pidfd < 0;
+}
+
 enum target_state target_state(const struct target *t)
 {
 	return t->state;

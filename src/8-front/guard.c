@@ -104,24 +104,36 @@ static int rule_matches(const struct file_rule *fr, const struct proc *p)
  * reserve. Estimated from what the guard holds; near the limit, counted in
  * /proc/self/fd, at most every GUARD_FDS_RECOUNT_NS (in between, the count
  * moves with the estimate), so that a flood of processes at the limit does
- * not list a directory of tens of thousands of descriptors for each. */
+ * not list a directory of tens of thousands of descriptors for each. What
+ * attachments under way will still take (target_fds_pending) is added to
+ * both: a count cannot see it yet. */
+static int64_t fds_held(const struct guard *g, int64_t *ret_pending)
+{
+	int64_t held = g->fd_base > 0 ? g->fd_base : 0, pending = 0;
+
+	for (size_t i = 0; i < g->n_procs; i++) {
+		held += target_fds(g->procs[i]->tg);
+		pending += target_fds_pending(g->procs[i]->tg);
+	}
+	if (ret_pending)
+		*ret_pending = pending;
+	return held;
+}
+
 static int64_t fds_estimate(const struct guard *g)
 {
-	int64_t est = g->fd_base > 0 ? g->fd_base : 0;
-
-	for (size_t i = 0; i < g->n_procs; i++)
-		est += target_fds(g->procs[i]->tg);
-	return est;
+	int64_t pending, held = fds_held(g, &pending);
+	return held + pending;
 }
 
 static int fds_allow(struct guard *g, uint64_t need)
 {
-	int64_t est, open, now;
+	int64_t held, pending, open, now;
 
 	if (!g->fdl.soft)
 		return 1;
-	est = fds_estimate(g);
-	if (fds_room((uint64_t)est + GUARD_FDS_SLACK, need, GUARD_FDS_RESERVE, g->fdl.soft))
+	held = fds_held(g, &pending);
+	if (fds_room((uint64_t)(held + pending) + GUARD_FDS_SLACK, need, GUARD_FDS_RESERVE, g->fdl.soft))
 		return 1;
 	now = loop_now();
 	if (!g->fd_count_ns || now - g->fd_count_ns >= GUARD_FDS_RECOUNT_NS) {
@@ -131,10 +143,10 @@ static int fds_allow(struct guard *g, uint64_t need)
 		if (n < 0)
 			return 0;
 		g->fd_count = n;
-		g->fd_count_est = est;
+		g->fd_count_est = held;
 		g->fd_count_ns = now;
 	}
-	open = g->fd_count + (est - g->fd_count_est);
+	open = g->fd_count + (held - g->fd_count_est) + pending;
 	return fds_room(open > 0 ? (uint64_t)open : 0, need, GUARD_FDS_RESERVE, g->fdl.soft);
 }
 

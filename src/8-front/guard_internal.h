@@ -138,7 +138,7 @@ struct guard {
 	/* Descriptors. */
 	struct fds_limit fdl;
 	int fd_base;                                 /* open when the guard started serving */
-	int64_t fd_count, fd_count_est, fd_count_ns; /* the last count, the estimate then, when */
+	int64_t fd_count, fd_count_est, fd_count_ns; /* the last count, what was held then, when */
 	int fd_paused;                               /* attach-paused journaled, attach-resumed not yet */
 	size_t n_fd_wait;
 	/* Work done, in the stop record. */

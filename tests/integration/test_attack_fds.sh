@@ -67,13 +67,28 @@ stop_fakes
 echo "(a) soft limit raised from 128 to 4096: 150 fakes and the real process attached, the real one dumped"
 
 # (b) 100 open files, no more allowed; a real process first, then 100 fakes.
+# A journal and log of its own, so that a failure shows (b)'s alone.
 : >"$JOURNAL"
+cp "$T/dw.out" "$T/dw-a.out"
+: >"$T/dw.out"
 start_tagged "$TAG-b"
 start_limited 100:100
 wait_journal attach 1 15 "\"pid\":${APP_PIDS[$TAG-b]}," || fail "(b) the real process was not attached"
 start_fakes 100
 wait_journal attach-paused 1 30 || fail "(b) the reserve was not journaled"
 wait_for "grep -q 'descriptors: .* not attaching pid' '$T/dw.out'" 10 || fail "(b) the reserve was not logged"
+# Once the attachments under way have ended, the reserve is still whole: at
+# most 100 - 32 open (attachments allowed together must not take more
+# between them than was allowed).
+settled=-1
+for _ in $(seq 50); do
+	n=$(grep -c '"event":"attach"' "$JOURNAL")
+	[ "$n" -eq "$settled" ] && break
+	settled=$n
+	sleep 0.5
+done
+open_fds=$(find "/proc/$DW_PID/fd" -mindepth 1 -maxdepth 1 | wc -l)
+[ "$open_fds" -le 68 ] || fail "(b) $open_fds descriptors open of 100 after the flood: the reserve of 32 was eaten into"
 tagged_cmd "$TAG-b" "loh 150"
 wait_journal dump 1 30 "\"pid\":${APP_PIDS[$TAG-b]}," || fail "(b) the real process was not dumped after the flood"
 tagged_cmd "$TAG-b" "release"
@@ -94,4 +109,4 @@ tail -1 "$JOURNAL" | grep_q '"event":"stop"' || fail "(b) stop is not the last r
 	fail "(b) $(journal_count attach) attach records but $(journal_count detach) detach records"
 [ "$(journal_count dump-failed)" -eq 0 ] || fail "(b) a dump failed"
 echo "PASS: (a) soft limit raised, real process dumped beside 150 fakes; (b) at 100 descriptors," \
-	"$fakes_attached fakes attached, the reserve kept (paused and resumed once), the real process served and dumped"
+	"$fakes_attached fakes attached, $open_fds open, the reserve kept (paused and resumed once), the real process served and dumped"
