@@ -174,11 +174,14 @@ int target_dumping(const struct target *t);
 /* A retry is scheduled (after a failure). */
 int target_retrying(const struct target *t, int64_t *ret_at);
 /* Counted in the descriptors the owner estimates: those held now, and
- * those an attachment under way will take without asking (its pidfd, opened
- * when the stream starts), so that several attachments allowed at once do
- * not together take more than was allowed. */
+ * those an attachment under way will take without asking (its pidfd and the
+ * /proc files its rules poll, opened when the stream starts), so that several
+ * attachments allowed at once do not together take more than was allowed.
+ * target_fds_to_attach: what an attachment holds (the event stream, the
+ * pidfd, the /proc files), to ask for before attaching. */
 int target_fds(const struct target *t);
 int target_fds_pending(const struct target *t);
+int target_fds_to_attach(const struct target *t);
 
 enum target_state target_state(const struct target *t);
 const struct dn_target *target_process(const struct target *t);

@@ -1683,9 +1683,22 @@ int target_fds(const struct target *t)
 	       (t->stop_op != NULL) + (t->job ? 8 : 0) + (t->ps ? procstat_fds(t->ps) : 0);
 }
 
+/* The /proc files the rules poll: status, and the fd directory for fds. */
+static int proc_files(const struct target *t)
+{
+	return t->proc_needs ? 1 + ((t->proc_needs & NEED_PROC_FDS) != 0) : 0;
+}
+
+int target_fds_to_attach(const struct target *t)
+{
+	return 2 + proc_files(t);
+}
+
 int target_fds_pending(const struct target *t)
 {
-	return t->state == TARGET_ATTACHING && t->pidfd < 0;
+	if (t->state != TARGET_ATTACHING)
+		return 0;
+	return (t->pidfd < 0) + (t->ps ? 0 : proc_files(t));
 }
 
 enum target_state target_state(const struct target *t)

@@ -14,7 +14,9 @@
  * means for the table.
  *
  * Descriptors. An attached process holds two (its event stream and its
- * pidfd), and one more while a request to its runtime is in flight. The soft limit is raised to the hard limit at
+ * pidfd) and the /proc files its rules poll, and one more while a request to
+ * its runtime is in flight; an attachment under way counts what it will open
+ * when its stream starts. The soft limit is raised to the hard limit at
  * start, and a reserve (GUARD_FDS_RESERVE) is kept for discovery, the journal, the state file and a dump: a process
  * whose attachment would eat into it is not attached but waits, logged and journaled once (attach-paused) until
  * descriptors are free again (attach-resumed); the processes attached are served as before. Descriptors in use are
@@ -219,8 +221,8 @@ static void fd_wait_end(struct proc *p)
 static int may_attach(struct proc *p)
 {
 	/* A resubscription swaps one stream for another; a new attachment
-	 * takes a stream, a pidfd and a request. */
-	if (guard_proc_attached(p) || fds_allow(p->g, GUARD_FDS_PER_PROCESS))
+	 * takes a stream, a pidfd and the /proc files its rules poll. */
+	if (guard_proc_attached(p) || fds_allow(p->g, (uint64_t)target_fds_to_attach(p->tg)))
 		return 1;
 	fd_wait_begin(p);
 	return 0;
@@ -501,7 +503,7 @@ static void on_timer(struct loop *l, void *ctx)
 		if (!p->fd_wait || target_retrying(p->tg, NULL) || target_busy(p->tg))
 			continue;
 		int probe = target_state(p->tg) == TARGET_NEW;
-		if (!fds_allow(g, probe ? 1 : GUARD_FDS_PER_PROCESS))
+		if (!fds_allow(g, probe ? 1 : (uint64_t)target_fds_to_attach(p->tg)))
 			break;
 		fd_wait_end(p);
 		if (probe)

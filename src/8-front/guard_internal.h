@@ -36,8 +36,6 @@
 #define GUARD_WARN_WINDOW_NS 60000000000LL      /* refusals logged per window, at most ... */
 #define GUARD_WARN_PER_WINDOW 20
 #define GUARD_YOUNG_NS 5000000000LL /* a pid without socket is probed again for this long */
-/* Descriptors an attached process holds: its event stream and its pidfd. */
-#define GUARD_FDS_PER_PROCESS 2
 /* Kept free for what must never fail for want of a descriptor: discovery
  * (/proc, a socket directory, a /proc file: 3), a ProcessInfo connection
  * (and the directory of a long path: 2), the state file (the new file and
