@@ -49,29 +49,40 @@
 #define TARGET_RETRY_MIN_NS 2000000000LL
 #define TARGET_RETRY_MAX_NS 300000000000LL
 
+/* What the command line says of every target, the same for the one process
+ * of the watch and the many of the guard: where and how dumps are taken,
+ * what is subscribed to and polled, what is printed, and the hooks of rules
+ * without their own. */
+struct target_options {
+	const char *dump_dir; /* absolute; for rules without dump.dir */
+	enum dump_via via;
+	struct store_limits store; /* disk guards checked before every dump */
+	int64_t dump_timeout_ns;   /* createdump is killed past it; 0: no limit */
+	const char *createdump;    /* --createdump: what the exec path runs; NULL: the host runtime's */
+	uint32_t counter_interval_ms;
+	int all_events;           /* --all-events: every event of the keywords, not only the decoded ones */
+	int verbose;              /* print events and metrics on stdout */
+	int64_t history_ns;       /* metric history kept for dump contexts; 0: DW_DEFAULT_HISTORY_NS */
+	int64_t proc_interval_ns; /* polls of /proc for rss, private-memory, ...; 0: DW_DEFAULT_PROC_INTERVAL_NS */
+	/* --on-fire, --on-dump (argc 0: none), --hook-user (NULL: the default),
+	 * --hook-timeout (0: the default); the owner runs the hooks as that
+	 * user (target_config.hooks). */
+	struct hook_cmd on_fire, on_dump;
+	const char *hook_user;
+	int64_t hook_timeout_ns;
+};
+
 /* What all targets of one owner share. */
 struct target_config {
 	struct loop *loop;
 	struct journal *journal;
-	const char *dump_dir; /* for rules without dump.dir */
-	enum dump_via via;
-	const struct store_limits *store;
-	int64_t dump_timeout_ns;
-	const char *createdump; /* --createdump, or NULL */
-	uint32_t counter_interval_ms;
-	int all_events;           /* subscribe to every event of the keywords, not only the decoded ones */
-	int verbose;              /* print events on stdout */
-	int pid_prefix;           /* verbose lines start with the pid (many targets) */
-	int retry;                /* attach again after a failure, backing off */
-	int request_ms;           /* 0: TARGET_REQUEST_MS (tests shorten it) */
-	int64_t exit_grace_ns;    /* 0: TARGET_EXIT_GRACE_NS */
-	int64_t history_ns;       /* metric history kept for dump contexts; 0: DW_DEFAULT_HISTORY_NS */
-	int64_t proc_interval_ns; /* polls of /proc for rss, private-memory, ...; 0: DW_DEFAULT_PROC_INTERVAL_NS */
-	/* Hooks: where they run (NULL: none run), and the daemon's commands for
-	 * rules without their own (NULL or argc 0: none) and timeout (0: the default). */
+	const struct target_options *opt;
+	int pid_prefix;        /* verbose lines start with the pid (many targets) */
+	int retry;             /* attach again after a failure, backing off */
+	int request_ms;        /* 0: TARGET_REQUEST_MS (tests shorten it) */
+	int64_t exit_grace_ns; /* 0: TARGET_EXIT_GRACE_NS */
+	/* Hooks: where they run (NULL: none run). */
 	struct hook_runner *hooks;
-	const struct hook_cmd *on_fire, *on_dump;
-	int64_t hook_timeout_ns;
 	/* Uploads: the queue (NULL: no --upload), and whether rules that do not
 	 * say are uploaded. */
 	struct uploader *uploads;

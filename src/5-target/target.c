@@ -204,7 +204,7 @@ static void journal_detach(struct target *t, const char *why)
 
 static const char *dump_dir_of(const struct target *t, const struct target_rule *tr)
 {
-	return tr->fr.dump_dir[0] ? tr->fr.dump_dir : t->cfg->dump_dir;
+	return tr->fr.dump_dir[0] ? tr->fr.dump_dir : t->cfg->opt->dump_dir;
 }
 
 /* ---- descriptors on the loop ------------------------------------------ */
@@ -407,8 +407,8 @@ static void refresh_socket(struct target *t)
 static void build_subscription(const struct target *t, struct session_subscription *sub)
 {
 	memset(sub, 0, sizeof(*sub));
-	sub->counter_interval_ms = t->cfg->counter_interval_ms ? t->cfg->counter_interval_ms : 1000;
-	sub->all_events = t->cfg->all_events;
+	sub->counter_interval_ms = t->cfg->opt->counter_interval_ms ? t->cfg->opt->counter_interval_ms : 1000;
+	sub->all_events = t->cfg->opt->all_events;
 	for (size_t i = 0; i < t->n_rules; i++)
 		session_subscription_add(sub, &t->rules[i].fr.rule);
 	if (t->cfg->runtime_counters && t->n_rules > 0)
@@ -955,7 +955,7 @@ static void context_publish(struct target *t, enum dumpctx_outcome outcome, cons
 	in->runtime_version = t->info.runtime_version;
 	in->user = getpwuid_r(t->dt.uid, &pw, pwbuf, sizeof(pwbuf), &pwp) == 0 && pwp ? pw.pw_name : NULL;
 	int64_t t0 = loop_now();
-	int r = ctxtrack_publish(t->ct, in, t->cfg->store, jp, sp, why, sizeof(why));
+	int r = ctxtrack_publish(t->ct, in, &t->cfg->opt->store, jp, sp, why, sizeof(why));
 	if (r == 0) {
 		json_object_object_add(rec, "context", json_object_new_string(jp));
 		json_object_object_add(rec, "plot", json_object_new_string(sp));
@@ -1018,8 +1018,8 @@ static void run_hook(struct target *t, const struct target_rule *tr, int on_dump
 	if (!t->cfg->hooks)
 		return;
 	if (cmd->argc == 0)
-		cmd = on_dump ? t->cfg->on_dump : t->cfg->on_fire;
-	if (!cmd || cmd->argc == 0)
+		cmd = on_dump ? &t->cfg->opt->on_dump : &t->cfg->opt->on_fire;
+	if (cmd->argc == 0)
 		return;
 	struct hook_env e = {
 	    .event = on_dump ? "on-dump" : "on-fire",
@@ -1035,8 +1035,8 @@ static void run_hook(struct target *t, const struct target_rule *tr, int on_dump
 	    .dump_fd = dump ? open(dump, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1,
 	    .ctx_fd = context ? open(context, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1,
 	};
-	hook_run(t->cfg->hooks, cmd, tr->fr.hook_timeout_ns ? tr->fr.hook_timeout_ns : t->cfg->hook_timeout_ns, &e, err,
-	         sizeof(err));
+	hook_run(t->cfg->hooks, cmd, tr->fr.hook_timeout_ns ? tr->fr.hook_timeout_ns : t->cfg->opt->hook_timeout_ns, &e,
+	         err, sizeof(err));
 	if (e.dump_fd >= 0)
 		close(e.dump_fd);
 	if (e.ctx_fd >= 0)
@@ -1108,18 +1108,18 @@ static void fire(struct target *t, size_t i, int64_t now)
 	    .socket_path = t->dt.socket_path,
 	    .tmpdir = t->dt.tmpdir,
 	    .runtime_version = t->info.runtime_version,
-	    .createdump = t->cfg->createdump,
+	    .createdump = t->cfg->opt->createdump,
 	    .dir = dump_dir_of(t, tr),
 	    .process_name = t->name,
 	    .rule_name = r->name,
 	    .container = t->ident.container,
 	    .pod = t->ident.pod,
 	    .type = r->dump_type,
-	    .via = t->cfg->via,
+	    .via = t->cfg->opt->via,
 	    .unix_ns = unix_ns,
 	    .name_template = tr->fr.name_template,
-	    .limits = t->cfg->store,
-	    .timeout_ns = t->cfg->dump_timeout_ns,
+	    .limits = &t->cfg->opt->store,
+	    .timeout_ns = t->cfg->opt->dump_timeout_ns,
 	    .deleted = on_dump_deleted,
 	    .ctx = t,
 	};
@@ -1191,7 +1191,7 @@ static int evaluate(struct target *t, int64_t now)
 
 static int64_t proc_interval(const struct target *t)
 {
-	return t->cfg->proc_interval_ns > 0 ? t->cfg->proc_interval_ns : DW_DEFAULT_PROC_INTERVAL_NS;
+	return t->cfg->opt->proc_interval_ns > 0 ? t->cfg->opt->proc_interval_ns : DW_DEFAULT_PROC_INTERVAL_NS;
 }
 
 /* Opens or closes the /proc files as the rules and the state need them;
@@ -1357,7 +1357,7 @@ static void on_event(void *ctx, struct session *s, const struct ev_record *r, in
 	else if (r->type == EV_METER_VALUE)
 		matters = meter_fit(t, &r->u.meter);
 
-	if (t->cfg->verbose) {
+	if (t->cfg->opt->verbose) {
 		char prefix[32] = "";
 		if (t->cfg->pid_prefix)
 			snprintf(prefix, sizeof(prefix), "pid %d: ", (int)t->dt.pid);
@@ -1563,7 +1563,7 @@ struct target *target_new(const struct target_config *cfg, const struct target_h
 			memset(&t->ident, 0, sizeof(t->ident));
 	}
 	/* Without memory for it, dumps go without their context. */
-	t->ct = ctxtrack_new(cfg->history_ns);
+	t->ct = ctxtrack_new(cfg->opt->history_ns);
 	return t;
 }
 

@@ -670,7 +670,7 @@ int guard_run(const struct guard_options *o)
 	if (r < 0)
 		log_warn("cannot raise the limit on open files (%s): %llu", strerror(-r),
 		         (unsigned long long)g.fdl.soft);
-	else if (o->verbose)
+	else if (o->target.verbose)
 		log_info("open files: soft limit %llu (was %llu), hard limit %llu", (unsigned long long)g.fdl.soft,
 		         (unsigned long long)g.fdl.soft_before, (unsigned long long)g.fdl.hard);
 
@@ -725,8 +725,8 @@ int guard_run(const struct guard_options *o)
 	}
 	{
 		struct hook_user hu;
-		int hr = hook_user_resolve(o->hook_user, &hu, err, sizeof(err));
-		if (hr < 0 && (o->hook_user || o->on_fire.argc || o->on_dump.argc)) {
+		int hr = hook_user_resolve(o->target.hook_user, &hu, err, sizeof(err));
+		if (hr < 0 && (o->target.hook_user || o->target.on_fire.argc || o->target.on_dump.argc)) {
 			log_error("%s", err);
 			code = DW_EXIT_USAGE;
 			goto out;
@@ -751,22 +751,10 @@ int guard_run(const struct guard_options *o)
 	g.tcfg = (struct target_config){
 	    .loop = g.loop,
 	    .journal = g.journal,
-	    .dump_dir = o->dump_dir,
-	    .via = o->via,
-	    .store = &o->store,
-	    .dump_timeout_ns = o->dump_timeout_ns,
-	    .createdump = o->createdump,
-	    .counter_interval_ms = o->counter_interval_ms,
-	    .all_events = o->all_events,
-	    .history_ns = o->history_ns,
-	    .proc_interval_ns = o->proc_interval_ns,
-	    .verbose = o->verbose,
+	    .opt = &o->target,
 	    .pid_prefix = 1,
 	    .retry = 1,
 	    .hooks = g.hooks,
-	    .on_fire = &o->on_fire,
-	    .on_dump = &o->on_dump,
-	    .hook_timeout_ns = o->hook_timeout_ns,
 	    .uploads = g.uploads,
 	    .upload_default = g.uploads != NULL,
 	    .runtime_counters = guard_metrics_wanted(o),
@@ -775,7 +763,7 @@ int guard_run(const struct guard_options *o)
 	{
 		struct json_object *rec = json_object_new_object();
 		json_object_object_add(rec, "rules_dir", json_object_new_string(o->rules_dir));
-		json_object_object_add(rec, "dump_dir", json_object_new_string(o->dump_dir));
+		json_object_object_add(rec, "dump_dir", json_object_new_string(o->target.dump_dir));
 		if (o->n_allow_dump_dirs) {
 			struct json_object *allowed = json_object_new_array();
 			for (size_t i = 0; i < o->n_allow_dump_dirs; i++)
@@ -789,7 +777,7 @@ int guard_run(const struct guard_options *o)
 	{
 		const char *dump_dirs[1 + GUARD_ALLOW_DUMP_DIRS_MAX];
 		struct ruleset_policy policy = {.dump_dirs = dump_dirs, .n_dump_dirs = 1};
-		dump_dirs[0] = o->dump_dir;
+		dump_dirs[0] = o->target.dump_dir;
 		for (size_t i = 0; i < o->n_allow_dump_dirs && i < GUARD_ALLOW_DUMP_DIRS_MAX; i++)
 			dump_dirs[policy.n_dump_dirs++] = o->allow_dump_dirs[i];
 		r = ruleset_open(o->rules_dir, &policy, on_ruleset, &g, &g.rs, err, sizeof(err));
@@ -823,7 +811,7 @@ int guard_run(const struct guard_options *o)
 		/* Attachments complete on the loop, each on its own: the
 		 * attach records say which. */
 		log_info("guarding with %zu rule(s) from %s, %zu .NET process(es) found; dumps go to %s", n_rules,
-		         o->rules_dir, g.n_procs, o->dump_dir);
+		         o->rules_dir, g.n_procs, o->target.dump_dir);
 	}
 	guard_arm_timer(&g);
 	r = loop_run(g.loop);

@@ -139,7 +139,7 @@ char *guard_status_text(void *ctx)
 	json_object_object_add(o, "started_unix_us", json_object_new_int64(g->start_wall_ns / 1000));
 	json_object_object_add(o, "uptime_s", secs(now - g->start_ns));
 	json_object_object_add(o, "rules_dir", json_object_new_string(g->o->rules_dir));
-	json_object_object_add(o, "dump_dir", json_object_new_string(g->o->dump_dir));
+	json_object_object_add(o, "dump_dir", json_object_new_string(g->o->target.dump_dir));
 	json_object_object_add(o, "rules_in_force", json_object_new_int64((int64_t)n_rules));
 	json_object_object_add(o, "dumps_taken", json_object_new_int64((int64_t)g->n_dumps));
 	json_object_object_add(o, "dumps_failed", json_object_new_int64((int64_t)g->n_dumps_failed));

@@ -1223,6 +1223,28 @@ static void guard_state_dir(const struct cli *c, char *out, size_t outlen)
 	}
 }
 
+/* What both the watch and the guard hand every target: dumps (to dump_dir,
+ * absolute, for rules without their own), subscriptions, output, hooks. */
+static void target_options_of(const struct cli *c, const char *dump_dir, struct target_options *to)
+{
+	*to = (struct target_options){
+	    .dump_dir = dump_dir,
+	    .via = c->via,
+	    .store = c->store,
+	    .dump_timeout_ns = c->dump_timeout_ns,
+	    .createdump = c->createdump,
+	    .counter_interval_ms = (uint32_t)(c->counter_interval_ns / 1000000),
+	    .all_events = c->all_events,
+	    .verbose = c->verbose,
+	    .history_ns = c->history_ns,
+	    .proc_interval_ns = c->proc_interval_ns,
+	    .on_fire = c->on_fire,
+	    .on_dump = c->on_dump,
+	    .hook_user = c->hook_user,
+	    .hook_timeout_ns = c->hook_timeout_ns,
+	};
+}
+
 /* --upload and its companions into go->upload: the endpoint and region
  * defaulted, the credentials read now (a refused file is a usage error at
  * start), the queue beside the state. 0 or -EINVAL after saying why. */
@@ -1284,26 +1306,13 @@ static int guard_options_from_cli(const struct cli *c, struct guard_options *go)
 	go->n_allow_dump_dirs = c->n_allow_dump_dirs;
 	guard_state_dir(c, sdir, sizeof(sdir));
 	go->rules_dir = rdir;
-	go->dump_dir = ddir;
+	target_options_of(c, ddir, &go->target);
 	go->journal_path = c->journal;
 	go->state_dir = sdir[0] ? sdir : NULL;
-	go->via = c->via;
-	go->counter_interval_ms = (uint32_t)(c->counter_interval_ns / 1000000);
-	go->all_events = c->all_events;
-	go->history_ns = c->history_ns;
-	go->proc_interval_ns = c->proc_interval_ns;
-	go->verbose = c->verbose;
 	go->stop_timeout_ns = c->stop_timeout_ns;
 	for (size_t i = 0; i < c->n_socket_dirs; i++)
 		go->socket_dirs[i] = c->socket_dirs[i];
 	go->n_socket_dirs = c->n_socket_dirs;
-	go->store = c->store;
-	go->dump_timeout_ns = c->dump_timeout_ns;
-	go->createdump = c->createdump;
-	go->on_fire = c->on_fire;
-	go->on_dump = c->on_dump;
-	go->hook_user = c->hook_user;
-	go->hook_timeout_ns = c->hook_timeout_ns;
 	if (c->upload.bucket[0] && upload_options_finish(c, go, sdir[0] ? sdir : NULL) < 0)
 		return -EINVAL;
 	go->metrics_listen = c->metrics_listen;
@@ -1410,22 +1419,9 @@ static int run_watch(struct cli *c)
 	o.pid = c->pid;
 	o.rules = &c->rule;
 	o.n_rules = 1;
-	o.dump_dir = dir;
-	o.via = c->via;
+	target_options_of(c, dir, &o.target);
 	o.journal_path = c->journal;
-	o.verbose = c->verbose;
-	o.counter_interval_ms = (uint32_t)(c->counter_interval_ns / 1000000);
-	o.all_events = c->all_events;
-	o.history_ns = c->history_ns;
-	o.proc_interval_ns = c->proc_interval_ns;
-	o.store = c->store;
-	o.dump_timeout_ns = c->dump_timeout_ns;
-	o.createdump = c->createdump;
 	o.launcher = c->launcher ? c->launcher : LAUNCHER_DEFAULT_ID;
-	o.on_fire = c->on_fire;
-	o.on_dump = c->on_dump;
-	o.hook_user = c->hook_user;
-	o.hook_timeout_ns = c->hook_timeout_ns;
 	return watch_run(&o);
 }
 

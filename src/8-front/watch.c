@@ -114,7 +114,7 @@ static void on_attached(void *ctx, struct target *t)
 	const struct ipc_process_info *pi = target_info(t);
 
 	log_info("watching pid %d (%s, .NET %s); dumps go to %s", (int)target_process(t)->pid, target_name(t),
-	         pi->runtime_version[0] ? pi->runtime_version : "?", w->o->dump_dir);
+	         pi->runtime_version[0] ? pi->runtime_version : "?", w->o->target.dump_dir);
 }
 
 static void on_attach_failed(void *ctx, struct target *t, int r, const char *err)
@@ -253,9 +253,9 @@ int watch_run(const struct watch_options *o)
 		log_error("%s", err);
 		return DW_EXIT_USAGE;
 	}
-	if (o->on_fire.argc || o->on_dump.argc || o->hook_user) {
+	if (o->target.on_fire.argc || o->target.on_dump.argc || o->target.hook_user) {
 		struct hook_user hu;
-		if (hook_user_resolve(o->hook_user, &hu, err, sizeof(err)) < 0) {
+		if (hook_user_resolve(o->target.hook_user, &hu, err, sizeof(err)) < 0) {
 			log_error("%s", err);
 			journal_close(w.journal);
 			return DW_EXIT_USAGE;
@@ -264,7 +264,7 @@ int watch_run(const struct watch_options *o)
 		w.have_hooks = 1;
 	}
 	/* Forked before anything else runs: the child takes nothing along. */
-	w.launcher = launcher_start(o->launcher, o->verbose);
+	w.launcher = launcher_start(o->launcher, o->target.verbose);
 	w.loop = loop_new();
 	loop_timer_init(&w.progress, on_progress, &w);
 	rules = target_rules_of(o);
@@ -273,20 +273,8 @@ int watch_run(const struct watch_options *o)
 	w.cfg = (struct target_config){
 	    .loop = w.loop,
 	    .journal = w.journal,
-	    .dump_dir = o->dump_dir,
-	    .via = o->via,
-	    .store = &o->store,
-	    .dump_timeout_ns = o->dump_timeout_ns,
-	    .createdump = o->createdump,
-	    .counter_interval_ms = o->counter_interval_ms,
-	    .all_events = o->all_events,
-	    .history_ns = o->history_ns,
-	    .proc_interval_ns = o->proc_interval_ns,
-	    .verbose = o->verbose,
+	    .opt = &o->target,
 	    .hooks = w.hooks,
-	    .on_fire = &o->on_fire,
-	    .on_dump = &o->on_dump,
-	    .hook_timeout_ns = o->hook_timeout_ns,
 	};
 	w.t = w.loop ? target_new(&w.cfg, &watch_hooks, &w, &dt) : NULL;
 	if (!w.loop || !rules || !w.t || (w.have_hooks && !w.hooks) ||

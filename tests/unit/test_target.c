@@ -283,8 +283,8 @@ static void run_pair(struct heard *h, enum peer_mode ma, int delay_a, enum peer_
 {
 	char pa[300], pb[300];
 	struct loop *l = loop_new();
-	struct target_config cfg = {
-	    .loop = l, .dump_dir = tmpdir, .request_ms = request_ms, .exit_grace_ns = 100000000LL};
+	struct target_options opt = {.dump_dir = tmpdir};
+	struct target_config cfg = {.loop = l, .opt = &opt, .request_ms = request_ms, .exit_grace_ns = 100000000LL};
 	struct who wa = {h, "a"}, wb = {h, "b"};
 
 	snprintf(pa, sizeof(pa), "%s/a.sock", tmpdir);
