@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/fds.h"
+#include "dumpwatch/jsonget.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/text.h"
 
@@ -176,19 +177,11 @@ static void entry_remove(struct uploader *u, const struct up_entry *e)
 	fsync(u->qfd);
 }
 
-static const char *jstr(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
-	           ? json_object_get_string(v)
-	           : NULL;
-}
-
+/* o's integer member key, 0 when missing or not one. */
 static int64_t jint(struct json_object *o, const char *key)
 {
-	struct json_object *v;
-	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_int) ? json_object_get_int64(v)
-	                                                                                      : 0;
+	int64_t x;
+	return jv_int64(o, key, &x) ? x : 0;
 }
 
 /* Reads the entry file name of the queue directory into e. 0, or -EINVAL
@@ -214,26 +207,26 @@ static int entry_load(struct uploader *u, const char *name, struct up_entry *e)
 		goto out;
 	text[st.st_size] = '\0';
 	o = json_tokener_parse(text);
-	if (!o || !json_object_object_get_ex(o, "files", &files) || !json_object_is_type(files, json_type_array))
+	if (!(files = jv_typed(o, "files", json_type_array)))
 		goto out;
 	for (size_t i = 0; i < json_object_array_length(files) && e->n < UPLOAD_FILES_MAX; i++) {
-		struct json_object *f = json_object_array_get_idx(files, i), *d;
-		const char *p = jstr(f, "path"), *k = jstr(f, "key");
+		struct json_object *f = json_object_array_get_idx(files, i);
+		const char *p = jv_str(f, "path", NULL), *k = jv_str(f, "key", NULL);
 		if (!p || !k || p[0] != '/' || strlen(p) >= sizeof(e->f[0].path) || strlen(k) >= sizeof(e->f[0].key))
 			goto out;
 		snprintf(e->f[e->n].path, sizeof(e->f[0].path), "%s", p);
 		snprintf(e->f[e->n].key, sizeof(e->f[0].key), "%s", k);
-		e->f[e->n].done = json_object_object_get_ex(f, "done", &d) && json_object_get_boolean(d);
+		e->f[e->n].done = json_object_get_boolean(jv_typed(f, "done", json_type_boolean));
 		e->f[e->n].bytes = (uint64_t)jint(f, "bytes");
 		e->n++;
 	}
 	if (e->n == 0)
 		goto out;
-	struct json_object *k;
-	e->keep_local = json_object_object_get_ex(o, "keep_local", &k) && json_object_get_boolean(k);
+	const char *process = jv_str(o, "process", NULL), *rule = jv_str(o, "rule", NULL);
+	e->keep_local = json_object_get_boolean(jv_typed(o, "keep_local", json_type_boolean));
 	e->pid = (pid_t)jint(o, "pid");
-	snprintf(e->process, sizeof(e->process), "%s", jstr(o, "process") ? jstr(o, "process") : "");
-	snprintf(e->rule, sizeof(e->rule), "%s", jstr(o, "rule") ? jstr(o, "rule") : "");
+	snprintf(e->process, sizeof(e->process), "%s", process ? process : "");
+	snprintf(e->rule, sizeof(e->rule), "%s", rule ? rule : "");
 	e->attempts = (uint32_t)jint(o, "attempts");
 	e->queued_unix_us = jint(o, "queued_unix_us");
 	r = 0;

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dumpwatch/jsonget.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
 
@@ -119,52 +120,6 @@ static double clamp_huge(double v)
 	return v > PLOT_HUGE ? PLOT_HUGE : v < -PLOT_HUGE ? -PLOT_HUGE : v;
 }
 
-/* The member key of o when o is an object holding it, else NULL. */
-static struct json_object *jget(struct json_object *o, const char *key)
-{
-	struct json_object *v = NULL;
-	if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-		return NULL;
-	return v;
-}
-
-/* Whether v is a finite JSON number; stores it in *out. Strings are not
- * numbers here (json_object_get_double would parse them). */
-static int jnum_value(struct json_object *v, double *out)
-{
-	double d;
-	if (!v || !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
-		return 0;
-	d = json_object_get_double(v);
-	if (!isfinite(d))
-		return 0;
-	*out = d;
-	return 1;
-}
-
-static int jnum(struct json_object *o, const char *key, double *out)
-{
-	return jnum_value(jget(o, key), out);
-}
-
-/* The string member key of o with its length (NULs included), or NULL. */
-static const char *jstr(struct json_object *o, const char *key, size_t *ret_len)
-{
-	struct json_object *v = jget(o, key);
-	int len;
-	if (!v || !json_object_is_type(v, json_type_string))
-		return NULL;
-	len = json_object_get_string_len(v);
-	*ret_len = len > 0 ? (size_t)len : 0;
-	return json_object_get_string(v);
-}
-
-static struct json_object *jarray(struct json_object *o, const char *key)
-{
-	struct json_object *v = jget(o, key);
-	return v && json_object_is_type(v, json_type_array) ? v : NULL;
-}
-
 /* Writes len bytes of s as XML character data, fit also for an attribute
  * value: & < > " ' become entities; tab, newline and carriage return a space;
  * other controls (text_is_control), code points XML 1.0 cannot hold and each
@@ -182,7 +137,7 @@ static void put_text(FILE *out, const char *s, size_t len, size_t maxwidth)
 static void put_jstr(FILE *out, struct json_object *o, const char *key, const char *fallback, size_t maxwidth)
 {
 	size_t len = 0;
-	const char *s = jstr(o, key, &len);
+	const char *s = jv_str(o, key, &len);
 	if (s)
 		put_text(out, s, len, maxwidth);
 	else
@@ -305,14 +260,14 @@ static int point_get(struct json_object *points, size_t i, struct point *p)
 	if (!e || !json_object_is_type(e, json_type_array))
 		return 0;
 	n = json_object_array_length(e);
-	if (n < 2 || !jnum_value(json_object_array_get_idx(e, 0), &p->t) ||
-	    !jnum_value(json_object_array_get_idx(e, 1), &p->last))
+	if (n < 2 || !jv_num_of(json_object_array_get_idx(e, 0), &p->t) ||
+	    !jv_num_of(json_object_array_get_idx(e, 1), &p->last))
 		return 0;
 	p->t = clamp_huge(p->t);
 	p->last = clamp_huge(p->last);
 	p->lo = p->hi = p->last;
-	if (n >= 4 && jnum_value(json_object_array_get_idx(e, 2), &lo) &&
-	    jnum_value(json_object_array_get_idx(e, 3), &hi)) {
+	if (n >= 4 && jv_num_of(json_object_array_get_idx(e, 2), &lo) &&
+	    jv_num_of(json_object_array_get_idx(e, 3), &hi)) {
 		lo = clamp_huge(lo);
 		hi = clamp_huge(hi);
 		p->lo = fmin(fmin(lo, hi), p->last);
@@ -328,10 +283,10 @@ static int gc_get(const struct plot *pl, size_t i, double *ret_t, int *ret_gen)
 	struct json_object *g = json_object_array_get_idx(pl->gcs, i);
 	double gen = 0.0;
 
-	if (!jnum(g, "start_ms", ret_t) && !jnum(g, "end_ms", ret_t))
+	if (!jv_num(g, "start_ms", ret_t) && !jv_num(g, "end_ms", ret_t))
 		return 0;
 	*ret_t = clamp_huge(*ret_t);
-	jnum(g, "generation", &gen);
+	jv_num(g, "generation", &gen);
 	*ret_gen = gen >= 2.0 ? 2 : gen >= 1.0 ? 1 : 0;
 	return 1;
 }
@@ -348,7 +303,7 @@ static void panel_init(struct panel *pn, struct json_object *cond, struct json_o
                        double *xmax)
 {
 	size_t len = 0, mlen = 0, n_series = capped_length(series, PLOT_MAX_SERIES);
-	const char *metric = jstr(cond, "metric", &mlen), *op = NULL, *unit = jstr(cond, "unit", &len);
+	const char *metric = jv_str(cond, "metric", &mlen), *op = NULL, *unit = jv_str(cond, "unit", &len);
 	struct json_object *v;
 	double lo = 0.0, hi = 0.0, span;
 
@@ -357,24 +312,24 @@ static void panel_init(struct panel *pn, struct json_object *cond, struct json_o
 	for (size_t i = 0; metric && i < n_series; i++) {
 		struct json_object *s = json_object_array_get_idx(series, i);
 		size_t slen = 0;
-		const char *m = jstr(s, "metric", &slen);
+		const char *m = jv_str(s, "metric", &slen);
 		if (m && slen == mlen && memcmp(m, metric, mlen) == 0) {
-			pn->points = jarray(s, "points");
+			pn->points = jv_typed(s, "points", json_type_array);
 			if (!unit) /* the rule's unit first: the threshold is in it */
-				unit = jstr(s, "unit", &len);
+				unit = jv_str(s, "unit", &len);
 			break;
 		}
 	}
 	pn->unit = unit_from_name(unit);
-	pn->has_threshold = jnum(cond, "threshold", &pn->threshold);
+	pn->has_threshold = jv_num(cond, "threshold", &pn->threshold);
 	pn->threshold = clamp_huge(pn->threshold);
-	if (!jnum(cond, "for_ms", &pn->for_ms) || pn->for_ms < 0.0)
+	if (!jv_num(cond, "for_ms", &pn->for_ms) || pn->for_ms < 0.0)
 		pn->for_ms = 0.0;
 	pn->for_ms = clamp_huge(pn->for_ms);
-	pn->has_value = jnum(cond, "value", &pn->value);
-	v = jget(cond, "at_least");
+	pn->has_value = jv_num(cond, "value", &pn->value);
+	v = jv_member(cond, "at_least");
 	pn->at_least = v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-	op = jstr(cond, "op", &len);
+	op = jv_str(cond, "op", &len);
 	if (op && (!strcmp(op, ">") || !strcmp(op, ">=") || !strcmp(op, "<") || !strcmp(op, "<=")))
 		pn->op = op;
 
@@ -451,15 +406,15 @@ static void fmt_iso(char *buf, size_t buflen, double ms)
 static int draw_header(const struct plot *pl, struct json_object *ctx, int draw)
 {
 	FILE *out = pl->out;
-	struct json_object *rule = jget(ctx, "rule"), *proc = jget(ctx, "process");
+	struct json_object *rule = jv_member(ctx, "rule"), *proc = jv_member(ctx, "process");
 	size_t len = 0;
-	const char *error = jstr(ctx, "error", &len), *desc;
+	const char *error = jv_str(ctx, "error", &len), *desc;
 	size_t desc_len = 0;
 	double pid = 0.0;
 	char when[64];
 	int y = 26;
 
-	desc = jstr(rule, "description", &desc_len);
+	desc = jv_str(rule, "description", &desc_len);
 	if (draw) {
 		fprintf(out, "<text class=\"title\" x=\"16\" y=\"%d\" font-size=\"17\" font-weight=\"bold\">Rule ", y);
 		put_jstr(out, rule, "name", "(unnamed)", PLOT_MAX_TEXT);
@@ -471,7 +426,7 @@ static int draw_header(const struct plot *pl, struct json_object *ctx, int draw)
 		fprintf(out, "<text class=\"subtitle\" x=\"16\" y=\"%d\" font-size=\"12.5\" fill=\"%s\">process ", y,
 		        COLOR_TEXT);
 		put_jstr(out, proc, "name", "(unknown)", PLOT_MAX_NAME);
-		if (jnum(proc, "pid", &pid) && pid >= 0.0 && pid < 1e15)
+		if (jv_num(proc, "pid", &pid) && pid >= 0.0 && pid < 1e15)
 			fprintf(out, " (pid %.0f)", pid);
 		fprintf(out, " \xC2\xB7 fired %s \xC2\xB7 outcome: ", when);
 		put_jstr(out, ctx, "outcome", "(unknown)", PLOT_MAX_WORD);
@@ -791,8 +746,9 @@ static int draw_legend(const struct plot *pl, double y0, int draw)
  * when ctx lacks it. */
 static int plot_load(struct plot *pl, struct json_object *ctx, char *err, size_t errlen)
 {
-	struct json_object *conds = jarray(jget(ctx, "rule"), "conditions");
-	struct json_object *series = jarray(jget(ctx, "history"), "series"), *dump = jget(ctx, "dump");
+	struct json_object *conds = jv_typed(jv_member(ctx, "rule"), "conditions", json_type_array);
+	struct json_object *series = jv_typed(jv_member(ctx, "history"), "series", json_type_array),
+	                   *dump = jv_member(ctx, "dump");
 	double v;
 
 	if (!ctx || !json_object_is_type(ctx, json_type_object)) {
@@ -807,23 +763,23 @@ static int plot_load(struct plot *pl, struct json_object *ctx, char *err, size_t
 		snprintf(err, errlen, "the dump context has no history.series array");
 		return -EINVAL;
 	}
-	if (!jnum(ctx, "fired_unix_ms", &pl->fired_ms)) {
+	if (!jv_num(ctx, "fired_unix_ms", &pl->fired_ms)) {
 		snprintf(err, errlen, "the dump context has no fired_unix_ms number");
 		return -EINVAL;
 	}
 	/* Differences of clamped magnitudes stay finite. */
 	pl->fired_ms = clamp_huge(pl->fired_ms);
-	if (jnum(dump, "started_unix_ms", &v)) {
+	if (jv_num(dump, "started_unix_ms", &v)) {
 		pl->start_ms = clamp_huge(clamp_huge(v) - pl->fired_ms);
 		pl->has_start = 1;
 	}
-	if (jnum(dump, "ended_unix_ms", &v)) {
+	if (jv_num(dump, "ended_unix_ms", &v)) {
 		pl->end_ms = clamp_huge(clamp_huge(v) - pl->fired_ms);
 		pl->has_end = 1;
 	}
-	pl->gcs = jarray(ctx, "gcs");
+	pl->gcs = jv_typed(ctx, "gcs", json_type_array);
 	pl->n_gcs = capped_length(pl->gcs, PLOT_MAX_GCS);
-	if (jnum(jget(ctx, "history"), "slot_ms", &v) && v > 0 && v <= 3600e3)
+	if (jv_num(jv_member(ctx, "history"), "slot_ms", &v) && v > 0 && v <= 3600e3)
 		pl->slot_ms = v;
 
 	pl->xmin = pl->xmax = 0.0;
@@ -901,7 +857,7 @@ int plot_svg(FILE *out, struct json_object *ctx, char *err, size_t errlen)
 	        "font-family=\"sans-serif\" font-size=\"12\" fill=\"%s\">\n",
 	        PLOT_WIDTH, height, PLOT_WIDTH, height, COLOR_TEXT);
 	fputs("<title>dumpwatch: rule ", out);
-	put_jstr(out, jget(ctx, "rule"), "name", "(unnamed)", PLOT_MAX_TEXT);
+	put_jstr(out, jv_member(ctx, "rule"), "name", "(unnamed)", PLOT_MAX_TEXT);
 	fputs("</title>\n", out);
 	fprintf(out, "<rect class=\"background\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
 	        PLOT_WIDTH, height);

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dumpwatch/jsonget.h"
 #include "dumpwatch/jsonl.h"
 
 void state_from_eval(struct state_record *rec, const struct eval_state *st)
@@ -38,17 +39,6 @@ void state_to_eval(const struct state_record *rec, struct eval_state *st)
 	memcpy(st->recent_ns, rec->recent_ns, st->n_recent * sizeof(st->recent_ns[0]));
 }
 
-static int get_int64(struct json_object *o, const char *key, int64_t *out)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-		return -1;
-	errno = 0;
-	*out = json_object_get_int64(v);
-	return errno ? -1 : 0;
-}
-
 static int parse_record(struct json_object *o, struct state_record *rec)
 {
 	struct json_object *v;
@@ -59,32 +49,30 @@ static int parse_record(struct json_object *o, struct state_record *rec)
 	memset(rec, 0, sizeof(*rec));
 	if (!json_object_is_type(o, json_type_object))
 		return -1;
-	if (!json_object_object_get_ex(o, "rule", &v) || !json_object_is_type(v, json_type_string))
+	if (!(s = jv_str(o, "rule", NULL)))
 		return -1;
-	s = json_object_get_string(v);
 	if (!s[0] || strlen(s) >= sizeof(rec->rule))
 		return -1;
 	memcpy(rec->rule, s, strlen(s) + 1);
-	if (!json_object_object_get_ex(o, "hash", &v) || !json_object_is_type(v, json_type_string))
+	if (!(s = jv_str(o, "hash", NULL)))
 		return -1;
-	s = json_object_get_string(v);
 	errno = 0;
 	rec->hash = strtoull(s, &end, 16);
 	if (errno || end == s || *end || strlen(s) != 16)
 		return -1;
-	if (get_int64(o, "pid", &x) < 0 || x <= 0 || x > INT32_MAX)
+	if (!jv_int64(o, "pid", &x) || x <= 0 || x > INT32_MAX)
 		return -1;
 	rec->pid = (pid_t)x;
-	if (get_int64(o, "starttime", &x) < 0 || x < 0)
+	if (!jv_int64(o, "starttime", &x) || x < 0)
 		return -1;
 	rec->starttime = (unsigned long long)x;
-	if (get_int64(o, "fires", &x) < 0 || x < 0 || x > UINT32_MAX)
+	if (!jv_int64(o, "fires", &x) || x < 0 || x > UINT32_MAX)
 		return -1;
 	rec->fires = (uint32_t)x;
-	if (get_int64(o, "last_fire_ns", &x) < 0)
+	if (!jv_int64(o, "last_fire_ns", &x))
 		return -1;
 	rec->last_fire_ns = x;
-	if (!json_object_object_get_ex(o, "recent_ns", &v) || !json_object_is_type(v, json_type_array))
+	if (!(v = jv_typed(o, "recent_ns", json_type_array)))
 		return -1;
 	size_t n = json_object_array_length(v);
 	if (n > EVAL_MAX_WINDOW_FIRES)
@@ -105,7 +93,7 @@ int state_parse(const char *text, size_t len, const char *boot_id, struct state_
                 size_t errlen)
 {
 	struct json_tokener *tok;
-	struct json_object *root, *v, *recs;
+	struct json_object *root, *recs;
 	struct state_record *out = NULL;
 	size_t n;
 
@@ -133,14 +121,14 @@ int state_parse(const char *text, size_t len, const char *boot_id, struct state_
 		}
 	}
 	json_tokener_free(tok);
-	if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "boot_id", &v) ||
-	    !json_object_is_type(v, json_type_string) || !json_object_object_get_ex(root, "records", &recs) ||
-	    !json_object_is_type(recs, json_type_array)) {
+	const char *file_boot_id = jv_str(root, "boot_id", NULL);
+	recs = jv_typed(root, "records", json_type_array);
+	if (!file_boot_id || !recs) {
 		snprintf(err, errlen, "state file lacks \"boot_id\" or \"records\"");
 		json_object_put(root);
 		return -EINVAL;
 	}
-	if (!boot_id || strcmp(json_object_get_string(v), boot_id) != 0) {
+	if (!boot_id || strcmp(file_boot_id, boot_id) != 0) {
 		json_object_put(root); /* another boot: its processes are gone */
 		return 0;
 	}

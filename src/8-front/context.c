@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/defaults.h"
+#include "dumpwatch/jsonget.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/plot.h"
 #include "dumpwatch/text.h"
@@ -43,63 +44,19 @@
 
 /* ---- typed access to the parsed context ---------------------------------- */
 
-/* o's member key when it has type t (json_type_null never matches: a null is
- * "not known"), else NULL. */
-static struct json_object *member(struct json_object *o, const char *key, enum json_type t)
-{
-	struct json_object *v;
-
-	if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-		return NULL;
-	return v && json_object_is_type(v, t) ? v : NULL;
-}
-
-/* o's string member key with its length (strings may hold NULs), or NULL. */
-static const char *str(struct json_object *o, const char *key, size_t *ret_len)
-{
-	struct json_object *v = member(o, key, json_type_string);
-
-	*ret_len = v ? (size_t)json_object_get_string_len(v) : 0;
-	return v ? json_object_get_string(v) : NULL;
-}
-
-/* Whether v is a finite number, stored in *out. */
-static int num_of(struct json_object *v, double *out)
-{
-	double d;
-
-	if (!v || !(json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double)))
-		return 0;
-	d = json_object_is_type(v, json_type_int) ? (double)json_object_get_int64(v) : json_object_get_double(v);
-	if (!isfinite(d))
-		return 0;
-	*out = d;
-	return 1;
-}
-
-/* o's member key as a finite number: 1, or 0 when missing, null or not one. */
-static int num(struct json_object *o, const char *key, double *out)
-{
-	struct json_object *v;
-
-	if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-		return 0;
-	return num_of(v, out);
-}
-
 /* A wall-clock time in ms since the epoch: 1, or 0 when missing or beyond
  * what gmtime handles in any year a dump could have been taken. */
 static int time_ms(struct json_object *o, const char *key, int64_t *out)
 {
-	struct json_object *v;
+	struct json_object *v = jv_member(o, key);
 
-	if (!o || !json_object_object_get_ex(o, key, &v) || !v)
+	if (!v)
 		return 0;
 	if (json_object_is_type(v, json_type_int)) {
 		*out = json_object_get_int64(v);
 	} else {
 		double d;
-		if (!num_of(v, &d))
+		if (!jv_num_of(v, &d))
 			return 0;
 		if (d < -1e15 || d > 1e15)
 			return 0;
@@ -113,7 +70,7 @@ static int time_ms(struct json_object *o, const char *key, int64_t *out)
 static int unit_of(struct json_object *o)
 {
 	size_t len;
-	const char *u = str(o, "unit", &len);
+	const char *u = jv_str(o, "unit", &len);
 
 	if (!u)
 		return -1;
@@ -135,7 +92,7 @@ static const char *fmt_value(struct json_object *o, double v, char *buf, size_t 
 	if (k >= 0)
 		return units_format(v, (enum unit_kind)k, buf, buflen);
 	units_format(v, UNIT_NONE, num_buf, sizeof(num_buf));
-	u = str(o, "unit", &ulen);
+	u = jv_str(o, "unit", &ulen);
 	if (!u || ulen == 0) {
 		snprintf(buf, buflen, "%s", num_buf);
 		return buf;
@@ -330,7 +287,7 @@ static int check_context(struct json_object *root, char *err, size_t errlen)
 		return -EPROTONOSUPPORT;
 	}
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
-		if (!member(root, need[i].key, need[i].type)) {
+		if (!jv_typed(root, need[i].key, need[i].type)) {
 			snprintf(err, errlen, "a broken dump context: no \"%s\" %s", need[i].key, need[i].what);
 			return -EBADMSG;
 		}
@@ -508,7 +465,7 @@ int context_sparkline(const double *t, const double *v, size_t n, size_t cols, c
 static void put_field(FILE *out, struct json_object *o, const char *key, const char *dflt)
 {
 	size_t len;
-	const char *s = str(o, key, &len);
+	const char *s = jv_str(o, key, &len);
 
 	if (s)
 		text_put_escaped(out, s, len);
@@ -522,30 +479,30 @@ static const char *fmt_cond_value(struct json_object *cond, char *buf, size_t bu
 	char v[64];
 	double d;
 
-	if (!num(cond, "value", &d)) {
+	if (!jv_num(cond, "value", &d)) {
 		snprintf(buf, buflen, "no value");
 		return buf;
 	}
 	fmt_value(cond, d, v, sizeof(v));
 	snprintf(buf, buflen, "%s%s",
-	         json_object_get_boolean(member(cond, "at_least", json_type_boolean)) ? "at least " : "", v);
+	         json_object_get_boolean(jv_typed(cond, "at_least", json_type_boolean)) ? "at least " : "", v);
 	return buf;
 }
 
 static void show_rule(FILE *out, struct json_object *ctx)
 {
-	struct json_object *rule = member(ctx, "rule", json_type_object);
-	struct json_object *conds = member(rule, "conditions", json_type_array);
+	struct json_object *rule = jv_typed(ctx, "rule", json_type_object);
+	struct json_object *conds = jv_typed(rule, "conditions", json_type_array);
 	size_t len, n = conds ? json_object_array_length(conds) : 0;
-	const char *desc = str(rule, "description", &len);
+	const char *desc = jv_str(rule, "description", &len);
 	double line;
 
 	fputs("rule:      ", out);
 	put_field(out, rule, "name", "?");
-	if (member(rule, "file", json_type_string)) {
+	if (jv_typed(rule, "file", json_type_string)) {
 		fputs(" (", out);
 		put_field(out, rule, "file", "?");
-		if (num(rule, "line", &line))
+		if (jv_num(rule, "line", &line))
 			fprintf(out, ":%.0f", line);
 		fputs(")", out);
 	} else {
@@ -570,7 +527,7 @@ static void show_rule(FILE *out, struct json_object *ctx)
 		put_field(out, cond, "text", "?");
 		fprintf(out, ": %s at the fire\n", fmt_cond_value(cond, v, sizeof(v)));
 		/* The exception that counted last, as the program wrote it. */
-		struct json_object *x = member(cond, "exception", json_type_object);
+		struct json_object *x = jv_typed(cond, "exception", json_type_object);
 		double t_ms;
 		if (x) {
 			fputs("    last: ", out);
@@ -578,7 +535,7 @@ static void show_rule(FILE *out, struct json_object *ctx)
 			fputs(": \"", out);
 			put_field(out, x, "message", "");
 			fputs("\"", out);
-			if (num(x, "t_ms", &t_ms))
+			if (jv_num(x, "t_ms", &t_ms))
 				fprintf(out, " (%.1f s before the fire)", -t_ms / 1e3);
 			fputc('\n', out);
 		}
@@ -587,7 +544,7 @@ static void show_rule(FILE *out, struct json_object *ctx)
 
 static void show_when(FILE *out, struct json_object *ctx)
 {
-	struct json_object *dump = member(ctx, "dump", json_type_object);
+	struct json_object *dump = jv_typed(ctx, "dump", json_type_object);
 	int64_t fired = 0, started, ended;
 	char b1[96], b2[96], b3[64];
 	double d;
@@ -608,39 +565,39 @@ static void show_when(FILE *out, struct json_object *ctx)
 			fprintf(out, ", ended %s", fmt_rel((double)(ended - fired), b2, sizeof(b2)));
 		fputs(" from the fire", out);
 	}
-	if (num(dump, "duration_ms", &d))
+	if (jv_num(dump, "duration_ms", &d))
 		fprintf(out, ", took %s", units_format(d, UNIT_MS, b3, sizeof(b3)));
-	if (member(dump, "via", json_type_string)) {
+	if (jv_typed(dump, "via", json_type_string)) {
 		fputs(", via ", out);
 		put_field(out, dump, "via", "?");
 	}
 	fputc('\n', out);
-	if (num(dump, "bytes", &d))
+	if (jv_num(dump, "bytes", &d))
 		fprintf(out, "size:      %s (%.0f bytes)\n", units_format(d, UNIT_BYTES, b1, sizeof(b1)), d);
-	if (member(dump, "path", json_type_string) || member(dump, "file", json_type_string)) {
+	if (jv_typed(dump, "path", json_type_string) || jv_typed(dump, "file", json_type_string)) {
 		fputs("file:      ", out);
-		put_field(out, dump, member(dump, "path", json_type_string) ? "path" : "file", "?");
+		put_field(out, dump, jv_typed(dump, "path", json_type_string) ? "path" : "file", "?");
 		fputc('\n', out);
 	}
 }
 
 static void show_process(FILE *out, struct json_object *ctx)
 {
-	struct json_object *proc = member(ctx, "process", json_type_object);
+	struct json_object *proc = jv_typed(ctx, "process", json_type_object);
 	size_t len;
-	const char *rt = str(proc, "runtime_version", &len);
+	const char *rt = jv_str(proc, "runtime_version", &len);
 	double d;
 
 	fputs("process:   ", out);
-	if (num(proc, "pid", &d))
+	if (jv_num(proc, "pid", &d))
 		fprintf(out, "%.0f ", d);
 	put_field(out, proc, "name", "?");
-	if (member(proc, "user", json_type_string)) {
+	if (jv_typed(proc, "user", json_type_string)) {
 		fputs(", user ", out);
 		put_field(out, proc, "user", "?");
-		if (num(proc, "uid", &d))
+		if (jv_num(proc, "uid", &d))
 			fprintf(out, " (uid %.0f)", d);
-	} else if (num(proc, "uid", &d)) {
+	} else if (jv_num(proc, "uid", &d)) {
 		fprintf(out, ", uid %.0f", d);
 	}
 	if (rt && len) {
@@ -655,13 +612,13 @@ static void show_process(FILE *out, struct json_object *ctx)
 /* The history series of metric (a string of mlen bytes), or NULL. */
 static struct json_object *find_series(struct json_object *ctx, const char *metric, size_t mlen)
 {
-	struct json_object *series = member(member(ctx, "history", json_type_object), "series", json_type_array);
+	struct json_object *series = jv_typed(jv_typed(ctx, "history", json_type_object), "series", json_type_array);
 	size_t n = series ? json_object_array_length(series) : 0;
 
 	for (size_t i = 0; metric && i < n; i++) {
 		struct json_object *s = json_object_array_get_idx(series, i);
 		size_t len;
-		const char *m = str(s, "metric", &len);
+		const char *m = jv_str(s, "metric", &len);
 
 		if (m && len == mlen && memcmp(m, metric, len) == 0)
 			return s;
@@ -674,7 +631,7 @@ static struct json_object *find_series(struct json_object *ctx, const char *metr
  * else last. Returns the count (0 when none) with malloc'd arrays. */
 static size_t series_points(struct json_object *series, int low, double **ret_t, double **ret_v)
 {
-	struct json_object *pts = member(series, "points", json_type_array);
+	struct json_object *pts = jv_typed(series, "points", json_type_array);
 	size_t n = pts ? json_object_array_length(pts) : 0, k = 0;
 	double *t, *v;
 
@@ -693,10 +650,10 @@ static size_t series_points(struct json_object *series, int low, double **ret_t,
 		size_t plen = json_object_is_type(p, json_type_array) ? json_object_array_length(p) : 0;
 		double pt, pv;
 
-		if (plen < 2 || !num_of(json_object_array_get_idx(p, 0), &pt))
+		if (plen < 2 || !jv_num_of(json_object_array_get_idx(p, 0), &pt))
 			continue;
-		if (!(plen >= 4 && num_of(json_object_array_get_idx(p, low ? 2 : 3), &pv)) &&
-		    !num_of(json_object_array_get_idx(p, 1), &pv))
+		if (!(plen >= 4 && jv_num_of(json_object_array_get_idx(p, low ? 2 : 3), &pv)) &&
+		    !jv_num_of(json_object_array_get_idx(p, 1), &pv))
 			continue;
 		if (k > 0 && pt < t[k - 1]) /* not ascending as the spec says: keep order */
 			continue;
@@ -712,14 +669,14 @@ static size_t series_points(struct json_object *series, int low, double **ret_t,
 static void show_spark(FILE *out, struct json_object *ctx, struct json_object *cond, int utf8)
 {
 	size_t mlen, n;
-	const char *metric = str(cond, "metric", &mlen);
+	const char *metric = jv_str(cond, "metric", &mlen);
 	size_t oplen;
-	const char *op = str(cond, "op", &oplen);
+	const char *op = jv_str(cond, "op", &oplen);
 	struct json_object *series = find_series(ctx, metric, mlen);
 	char bars[3 * CONTEXT_SPARK_COLS + 1], marks[CONTEXT_SPARK_COLS + 1], lo_s[64], hi_s[64], th_s[64], t0_s[48],
 	    t1_s[48];
 	double *t, *v, lo, hi, threshold = NAN;
-	int has_thr = num(cond, "threshold", &threshold), w, r;
+	int has_thr = jv_num(cond, "threshold", &threshold), w, r;
 
 	fputs("  ", out);
 	put_field(out, cond, "text", "?");
@@ -754,12 +711,12 @@ static void show_spark(FILE *out, struct json_object *ctx, struct json_object *c
 
 static void show_history(FILE *out, struct json_object *ctx, int utf8)
 {
-	struct json_object *hist = member(ctx, "history", json_type_object);
-	struct json_object *conds = member(member(ctx, "rule", json_type_object), "conditions", json_type_array);
+	struct json_object *hist = jv_typed(ctx, "history", json_type_object);
+	struct json_object *conds = jv_typed(jv_typed(ctx, "rule", json_type_object), "conditions", json_type_array);
 	size_t n = conds ? json_object_array_length(conds) : 0;
 	char b1[48], b2[48];
 	double window, slot;
-	int has_window = num(hist, "window_ms", &window), has_slot = num(hist, "slot_ms", &slot);
+	int has_window = jv_num(hist, "window_ms", &window), has_slot = jv_num(hist, "slot_ms", &slot);
 
 	if (n == 0)
 		return;
@@ -777,7 +734,7 @@ static void show_history(FILE *out, struct json_object *ctx, int utf8)
 
 static void show_gcs(FILE *out, struct json_object *ctx)
 {
-	struct json_object *gcs = member(ctx, "gcs", json_type_array);
+	struct json_object *gcs = jv_typed(ctx, "gcs", json_type_array);
 	size_t n = gcs ? json_object_array_length(gcs) : 0;
 	size_t from = n > CONTEXT_SHOW_GCS ? n - CONTEXT_SHOW_GCS : 0;
 
@@ -792,22 +749,22 @@ static void show_gcs(FILE *out, struct json_object *ctx)
 		char idx[24] = "?", gen[24] = "?", at[48] = "?", pause[48] = "?", loh[48] = "?";
 		double d;
 
-		if (num(gc, "index", &d))
+		if (jv_num(gc, "index", &d))
 			snprintf(idx, sizeof(idx), "%.0f", d);
-		if (num(gc, "generation", &d))
+		if (jv_num(gc, "generation", &d))
 			snprintf(gen, sizeof(gen), "%.0f", d);
-		if (num(gc, "start_ms", &d))
+		if (jv_num(gc, "start_ms", &d))
 			fmt_rel(d, at, sizeof(at));
-		if (num(gc, "pause_ms", &d))
+		if (jv_num(gc, "pause_ms", &d))
 			snprintf(pause, sizeof(pause), "%.1fms", d);
-		if (num(member(gc, "sizes", json_type_object), "loh", &d))
+		if (jv_num(jv_typed(gc, "sizes", json_type_object), "loh", &d))
 			units_format(d, UNIT_BYTES, loh, sizeof(loh));
 		fprintf(out, "  %7s %3s %9s %9s %9s  ", idx, gen, at, pause, loh);
 		put_field(out, gc, "reason", "?");
 		fputs(" / ", out);
 		put_field(out, gc, "type", "?");
-		if (member(gc, "complete", json_type_boolean) &&
-		    !json_object_get_boolean(member(gc, "complete", json_type_boolean)))
+		if (jv_typed(gc, "complete", json_type_boolean) &&
+		    !json_object_get_boolean(jv_typed(gc, "complete", json_type_boolean)))
 			fputs(" (incomplete)", out);
 		fputc('\n', out);
 	}
@@ -816,7 +773,7 @@ static void show_gcs(FILE *out, struct json_object *ctx)
 int context_show(FILE *out, struct json_object *ctx, int utf8)
 {
 	size_t len;
-	const char *error = str(ctx, "error", &len);
+	const char *error = jv_str(ctx, "error", &len);
 
 	fputs("outcome:   ", out);
 	put_field(out, ctx, "outcome", "?");
@@ -880,7 +837,7 @@ static void h(FILE *out, const char *s)
 static void h_field(FILE *out, struct json_object *o, const char *key, const char *dflt)
 {
 	size_t len;
-	const char *s = str(o, key, &len);
+	const char *s = jv_str(o, key, &len);
 
 	if (s)
 		context_html_escape(out, s, len);
@@ -1062,7 +1019,7 @@ static int plain_name(const char *s, size_t len)
 static const char *outcome_class(struct json_object *ctx)
 {
 	size_t len;
-	const char *o = str(ctx, "outcome", &len);
+	const char *o = jv_str(ctx, "outcome", &len);
 
 	if (o && strcmp(o, "dump") == 0)
 		return "dump";
@@ -1075,10 +1032,10 @@ static const char *outcome_class(struct json_object *ctx)
 
 static void html_card(FILE *out, struct json_object *ctx, const char *json_name, const char *prefix, int dirfd)
 {
-	struct json_object *rule = member(ctx, "rule", json_type_object);
-	struct json_object *proc = member(ctx, "process", json_type_object);
-	struct json_object *dump = member(ctx, "dump", json_type_object);
-	struct json_object *conds = member(rule, "conditions", json_type_array);
+	struct json_object *rule = jv_typed(ctx, "rule", json_type_object);
+	struct json_object *proc = jv_typed(ctx, "process", json_type_object);
+	struct json_object *dump = jv_typed(ctx, "dump", json_type_object);
+	struct json_object *conds = jv_typed(rule, "conditions", json_type_array);
 	size_t n = conds ? json_object_array_length(conds) : 0, len;
 	const char *cls = outcome_class(ctx), *s;
 	int64_t fired = 0;
@@ -1092,10 +1049,10 @@ static void html_card(FILE *out, struct json_object *ctx, const char *json_name,
 	h_field(out, rule, "name", "?");
 	fputs(" <span class=\"proc\">", out);
 	h_field(out, proc, "name", "?");
-	if (num(proc, "pid", &d))
+	if (jv_num(proc, "pid", &d))
 		fprintf(out, " (pid %.0f)", d);
 	fputs("</span></h2>\n", out);
-	s = str(ctx, "error", &len);
+	s = jv_str(ctx, "error", &len);
 	if (s) {
 		fputs("<p class=\"error\">", out);
 		context_html_escape(out, s, len);
@@ -1107,17 +1064,17 @@ static void html_card(FILE *out, struct json_object *ctx, const char *json_name,
 
 	row(out, "Process");
 	h_field(out, proc, "name", "?");
-	if (num(proc, "pid", &d))
+	if (jv_num(proc, "pid", &d))
 		fprintf(out, ", pid %.0f", d);
-	if (member(proc, "user", json_type_string)) {
+	if (jv_typed(proc, "user", json_type_string)) {
 		fputs(", user ", out);
 		h_field(out, proc, "user", "?");
-		if (num(proc, "uid", &d))
+		if (jv_num(proc, "uid", &d))
 			fprintf(out, " (uid %.0f)", d);
-	} else if (num(proc, "uid", &d)) {
+	} else if (jv_num(proc, "uid", &d)) {
 		fprintf(out, ", uid %.0f", d);
 	}
-	s = str(proc, "runtime_version", &len);
+	s = jv_str(proc, "runtime_version", &len);
 	if (s && len) {
 		fputs(", .NET ", out);
 		context_html_escape(out, s, len);
@@ -1130,15 +1087,15 @@ static void html_card(FILE *out, struct json_object *ctx, const char *json_name,
 
 	row(out, "Rule");
 	h_field(out, rule, "name", "?");
-	s = str(rule, "description", &len);
+	s = jv_str(rule, "description", &len);
 	if (s && len) {
 		fputs(" \xE2\x80\x94 ", out);
 		context_html_escape(out, s, len);
 	}
 	fputs(" <span class=\"src\">(", out);
-	if (member(rule, "file", json_type_string)) {
+	if (jv_typed(rule, "file", json_type_string)) {
 		h_field(out, rule, "file", "?");
-		if (num(rule, "line", &d))
+		if (jv_num(rule, "line", &d))
 			fprintf(out, ":%.0f", d);
 	} else {
 		fputs("command line", out);
@@ -1162,16 +1119,16 @@ static void html_card(FILE *out, struct json_object *ctx, const char *json_name,
 
 	row(out, "Dump");
 	fputs("size ", out);
-	if (num(dump, "bytes", &d))
+	if (jv_num(dump, "bytes", &d))
 		fputs(units_format(d, UNIT_BYTES, b, sizeof(b)), out);
 	else
 		fputs("\xE2\x80\x94", out);
 	fputs(", took ", out);
-	if (num(dump, "duration_ms", &d))
+	if (jv_num(dump, "duration_ms", &d))
 		fputs(units_format(d, UNIT_MS, b, sizeof(b)), out);
 	else
 		fputs("\xE2\x80\x94", out);
-	if (member(dump, "via", json_type_string)) {
+	if (jv_typed(dump, "via", json_type_string)) {
 		fputs(", via ", out);
 		h_field(out, dump, "via", "?");
 	}
@@ -1179,7 +1136,7 @@ static void html_card(FILE *out, struct json_object *ctx, const char *json_name,
 
 	row(out, "Files");
 	html_link(out, prefix, dirfd, json_name);
-	s = str(dump, "file", &len);
+	s = jv_str(dump, "file", &len);
 	if (strcmp(cls, "dump") == 0 && s && plain_name(s, len)) {
 		fputs(" \xC2\xB7 ", out);
 		html_link(out, prefix, dirfd, s);

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dumpwatch/jsonget.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
 
@@ -215,60 +216,27 @@ int status_query(const char *socket_path, int timeout_ms, char **ret_text, size_
 
 /* --- reading fields: a field of the wrong type is as good as absent --- */
 
-static struct json_object *field(struct json_object *o, const char *key)
-{
-	struct json_object *v = NULL;
-
-	if (!o || !json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, key, &v))
-		return NULL;
-	return v;
-}
-
-static int get_num(struct json_object *o, const char *key, double *out)
-{
-	struct json_object *v = field(o, key);
-	double d;
-
-	if (!v || !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
-		return 0;
-	d = json_object_get_double(v);
-	if (!isfinite(d))
-		return 0;
-	*out = d;
-	return 1;
-}
-
 /* An integer, also when sent as 3.0; never a string json-c would convert. */
 static int get_int(struct json_object *o, const char *key, long long *out)
 {
-	struct json_object *v = field(o, key);
+	struct json_object *v = jv_typed(o, key, json_type_int);
 	double d;
 
-	if (v && json_object_is_type(v, json_type_int)) {
+	if (v) {
 		*out = (long long)json_object_get_int64(v);
 		return 1;
 	}
-	if (!get_num(o, key, &d) || d != floor(d) || d < -9e15 || d > 9e15)
+	if (!jv_num(o, key, &d) || d != floor(d) || d < -9e15 || d > 9e15)
 		return 0;
 	*out = (long long)d;
 	return 1;
 }
 
-static const char *get_str(struct json_object *o, const char *key, size_t *ret_len)
-{
-	struct json_object *v = field(o, key);
-
-	if (!v || !json_object_is_type(v, json_type_string))
-		return NULL;
-	*ret_len = (size_t)json_object_get_string_len(v);
-	return json_object_get_string(v);
-}
-
 static int get_bool(struct json_object *o, const char *key, int *out)
 {
-	struct json_object *v = field(o, key);
+	struct json_object *v = jv_typed(o, key, json_type_boolean);
 
-	if (!v || !json_object_is_type(v, json_type_boolean))
+	if (!v)
 		return 0;
 	*out = json_object_get_boolean(v);
 	return 1;
@@ -276,7 +244,7 @@ static int get_bool(struct json_object *o, const char *key, int *out)
 
 static struct json_object *get_array(struct json_object *o, const char *key)
 {
-	struct json_object *v = field(o, key);
+	struct json_object *v = jv_member(o, key);
 
 	return v && json_object_is_type(v, json_type_array) ? v : NULL;
 }
@@ -284,7 +252,7 @@ static struct json_object *get_array(struct json_object *o, const char *key)
 static int str_is(struct json_object *o, const char *key, const char *want)
 {
 	size_t len;
-	const char *s = get_str(o, key, &len);
+	const char *s = jv_str(o, key, &len);
 
 	return s && len == strlen(want) && memcmp(s, want, len) == 0;
 }
@@ -295,7 +263,7 @@ static int str_is(struct json_object *o, const char *key, const char *want)
 static void put_field(FILE *out, struct json_object *o, const char *key, const char *dflt)
 {
 	size_t len;
-	const char *s = get_str(o, key, &len);
+	const char *s = jv_str(o, key, &len);
 
 	if (s)
 		text_put_escaped(out, s, len);
@@ -376,8 +344,8 @@ static int uses_binary(const char *text, size_t len)
 static void put_value(FILE *out, double v, struct json_object *cond)
 {
 	size_t ulen = 0, tlen = 0;
-	const char *unit = get_str(cond, "unit", &ulen);
-	const char *text = get_str(cond, "text", &tlen);
+	const char *unit = jv_str(cond, "unit", &ulen);
+	const char *text = jv_str(cond, "text", &tlen);
 	char buf[64];
 	int kind = -1;
 
@@ -410,7 +378,7 @@ static void put_condition(FILE *out, struct json_object *cond)
 	fputs("    ", out);
 	put_field(out, cond, "text", "?");
 	fputs(": ", out);
-	if (get_num(cond, "value", &v)) {
+	if (jv_num(cond, "value", &v)) {
 		fputs("now ", out);
 		put_value(out, v, cond);
 	} else {
@@ -419,7 +387,7 @@ static void put_condition(FILE *out, struct json_object *cond)
 	if (get_bool(cond, "holding", &holding)) {
 		if (!holding)
 			fputs(", not holding", out);
-		else if (get_num(cond, "held_s", &held) && get_num(cond, "for_s", &for_s) && for_s > 0)
+		else if (jv_num(cond, "held_s", &held) && jv_num(cond, "for_s", &for_s) && for_s > 0)
 			fprintf(out, ", holding %s of %s", fmt_dur(held, b1, sizeof(b1)),
 			        fmt_dur(for_s, b2, sizeof(b2)));
 		else
@@ -438,12 +406,12 @@ static void put_rule(FILE *out, struct json_object *rule)
 
 	fputs("  rule ", out);
 	put_field(out, rule, "name", "?");
-	if (field(rule, "file") && json_object_is_type(field(rule, "file"), json_type_string)) {
+	if (jv_member(rule, "file") && json_object_is_type(jv_member(rule, "file"), json_type_string)) {
 		fputs(" (", out);
 		put_field(out, rule, "file", "");
 		fputc(')', out);
 	}
-	if (field(rule, "state") && json_object_is_type(field(rule, "state"), json_type_string)) {
+	if (jv_member(rule, "state") && json_object_is_type(jv_member(rule, "state"), json_type_string)) {
 		fputs(": ", out);
 		put_field(out, rule, "state", "");
 	}
@@ -454,12 +422,12 @@ static void put_rule(FILE *out, struct json_object *rule)
 		fprintf(out, "  fires %lld", shown);
 		if (get_int(rule, "max_dumps", &max) && max > 0)
 			fprintf(out, "/%lld", max);
-		if (get_num(rule, "window_s", &window) && window > 0)
+		if (jv_num(rule, "window_s", &window) && window > 0)
 			fprintf(out, " in %s", fmt_dur(window, b, sizeof(b)));
 		if (has_fires && has_window && fires != in_window)
 			fprintf(out, " (%lld in all)", fires);
 	}
-	if (get_num(rule, "cooldown_left_s", &cooldown) && cooldown > 0)
+	if (jv_num(rule, "cooldown_left_s", &cooldown) && cooldown > 0)
 		fprintf(out, "  cooldown %s left", fmt_dur(cooldown, b, sizeof(b)));
 	fputc('\n', out);
 	for (size_t i = 0; conds && i < json_object_array_length(conds); i++)
@@ -479,29 +447,29 @@ static void put_process(FILE *out, struct json_object *p)
 		fputc('?', out);
 	fputs("  ", out);
 	put_field(out, p, "process", "?");
-	if (field(p, "state") && json_object_is_type(field(p, "state"), json_type_string)) {
+	if (jv_member(p, "state") && json_object_is_type(jv_member(p, "state"), json_type_string)) {
 		int is_attached = str_is(p, "state", "attached"), is_retrying = str_is(p, "state", "retrying");
 		fputs("  ", out);
 		put_field(out, p, "state", "");
-		if (get_num(p, "attached_s", &attached))
+		if (jv_num(p, "attached_s", &attached))
 			fprintf(out, is_attached ? " %s" : " (attached %s)", fmt_dur(attached, b, sizeof(b)));
-		if (get_num(p, "retry_in_s", &retry))
+		if (jv_num(p, "retry_in_s", &retry))
 			fprintf(out, is_retrying ? " in %s" : " (retry in %s)", fmt_dur(retry, b, sizeof(b)));
 		if (str_is(p, "state", "idle"))
 			fputs(" (no rule matches)", out);
 	}
-	if (field(p, "runtime_version") && json_object_is_type(field(p, "runtime_version"), json_type_string)) {
+	if (jv_member(p, "runtime_version") && json_object_is_type(jv_member(p, "runtime_version"), json_type_string)) {
 		fputs("  .NET ", out);
 		put_field(out, p, "runtime_version", "");
 	}
-	if (field(p, "user") && json_object_is_type(field(p, "user"), json_type_string)) {
+	if (jv_member(p, "user") && json_object_is_type(jv_member(p, "user"), json_type_string)) {
 		fputs("  user ", out);
 		put_field(out, p, "user", "");
 	}
 	if (get_int(p, "dumps", &n))
 		fprintf(out, "  dumps %lld", n);
 	fputc('\n', out);
-	if (field(p, "error") && json_object_is_type(field(p, "error"), json_type_string)) {
+	if (jv_member(p, "error") && json_object_is_type(jv_member(p, "error"), json_type_string)) {
 		fputs("  error: ", out);
 		put_field(out, p, "error", "");
 		fputc('\n', out);
@@ -522,9 +490,9 @@ static void put_header(FILE *out, struct json_object *doc)
 	fputs("guard", out);
 	if (get_int(doc, "pid", &n))
 		fprintf(out, " pid %lld", n);
-	if (get_num(doc, "uptime_s", &up))
+	if (jv_num(doc, "uptime_s", &up))
 		fprintf(out, "  up %s", fmt_dur(up, b, sizeof(b)));
-	if (field(doc, "rules_dir") && json_object_is_type(field(doc, "rules_dir"), json_type_string)) {
+	if (jv_member(doc, "rules_dir") && json_object_is_type(jv_member(doc, "rules_dir"), json_type_string)) {
 		fputs("  rules ", out);
 		put_field(out, doc, "rules_dir", "");
 		if (get_int(doc, "rules_in_force", &n))
@@ -538,7 +506,7 @@ static void put_header(FILE *out, struct json_object *doc)
 		fprintf(out, "%s%lld %s", any ? ", " : "  dumps ", n, counts[i][1]);
 		any = 1;
 	}
-	if (field(doc, "dump_dir") && json_object_is_type(field(doc, "dump_dir"), json_type_string)) {
+	if (jv_member(doc, "dump_dir") && json_object_is_type(jv_member(doc, "dump_dir"), json_type_string)) {
 		fputs(any ? " in " : "  dumps in ", out);
 		put_field(out, doc, "dump_dir", "");
 	}
