@@ -60,6 +60,10 @@ int main(void)
 	    "{\"boot_id\":\"b\",\"records\":[{\"rule\":\"x\",\"hash\":\"0000000000000001\",\"pid\":1,\"starttime\":1,"
 	    "\"fires\":1,\"last_fire_ns\":1,\"recent_ns\":[2,1]}]}",
 	    "{\"boot_id\":\"b\",\"records\":[]} trailing",
+	    /* Beyond int64_t: json-c would read it as INT64_MAX, a last fire
+	     * so far ahead that the rule's cooldown would never end. */
+	    "{\"boot_id\":\"b\",\"records\":[{\"rule\":\"x\",\"hash\":\"0000000000000001\",\"pid\":1,\"starttime\":1,"
+	    "\"fires\":1,\"last_fire_ns\":9223372036854775808,\"recent_ns\":[]}]}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
