@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dumpwatch/fds.h"
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/jsonl.h"
 
@@ -258,55 +259,28 @@ int state_load(const char *path, struct state_record **ret, size_t *ret_n, char 
 
 int state_save(const char *path, const struct state_record *recs, size_t n, char *err, size_t errlen)
 {
-	char boot[64], tmp[PATH_MAX], dir[PATH_MAX];
+	char boot[64], dir[PATH_MAX], base[PATH_MAX];
 	char *text;
-	size_t len, off = 0;
-	int fd, e = 0;
+	int dirfd, r;
 
 	if (state_boot_id(boot, sizeof(boot)) < 0)
 		boot[0] = '\0';
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
 		snprintf(err, errlen, "state file path too long: %s", path);
 		return -ENAMETOOLONG;
 	}
+	snprintf(base, sizeof(base), "%s", path);
 	text = state_format(recs, n, boot);
 	if (!text)
 		return -ENOMEM;
-	len = strlen(text);
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		e = errno;
-		snprintf(err, errlen, "cannot write state file %s: %s", tmp, strerror(e));
-		free(text);
-		return -e;
-	}
-	while (off < len) {
-		ssize_t w = write(fd, text + off, len - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			e = w < 0 ? errno : ENOSPC;
-			break;
-		}
-		off += (size_t)w;
-	}
+	dirfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = dirfd < 0 ? -errno : fds_write_file(dirfd, basename(base), text, strlen(text), 0600, 0);
+	if (dirfd >= 0)
+		close(dirfd);
 	free(text);
-	if (!e && fsync(fd) < 0)
-		e = errno;
-	close(fd);
-	if (!e && rename(tmp, path) < 0)
-		e = errno;
-	if (e) {
-		unlink(tmp);
-		snprintf(err, errlen, "cannot write state file %s: %s", path, strerror(e));
-		return -e;
-	}
-	snprintf(dir, sizeof(dir), "%s", path);
-	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot write state file %s: %s", path, strerror(-r));
+		return r;
 	}
 	return 0;
 }

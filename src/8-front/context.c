@@ -33,14 +33,12 @@
 #include <unistd.h>
 
 #include "dumpwatch/defaults.h"
+#include "dumpwatch/fds.h"
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/plot.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
-
-/* Attempts at a fresh temporary name for the page before giving up. */
-#define TMP_ATTEMPTS 100
 
 /* ---- typed access to the parsed context ---------------------------------- */
 
@@ -1294,33 +1292,6 @@ static int scan_dir(int dirfd, const char *dir_shown, struct entry **ret, size_t
 	return (int)n;
 }
 
-/* Creates a new file beside path for its next contents: O_EXCL and
- * O_NOFOLLOW, so nothing prepared under that name is written through.
- * Returns the descriptor with its name in tmp, or -errno. */
-static int tmp_create(const char *path, char *tmp, size_t tmplen)
-{
-	char dcopy[PATH_MAX], bcopy[PATH_MAX];
-	const char *dir, *base;
-
-	if (snprintf(dcopy, sizeof(dcopy), "%s", path) >= (int)sizeof(dcopy))
-		return -ENAMETOOLONG;
-	memcpy(bcopy, dcopy, sizeof(bcopy));
-	dir = dirname(dcopy);
-	base = basename(bcopy);
-	for (int i = 0; i < TMP_ATTEMPTS; i++) {
-		int fd;
-
-		if (snprintf(tmp, tmplen, "%s/.%s.%ld.%d.tmp", dir, base, (long)getpid(), i) >= (int)tmplen)
-			return -ENAMETOOLONG;
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd >= 0)
-			return fd;
-		if (errno != EEXIST)
-			return -errno;
-	}
-	return -EEXIST;
-}
-
 /* The page's relative prefix from the page's directory to dir ("" when the
  * page is in dir). */
 static void link_prefix(const char *dir, const char *page, char *out, size_t outlen)
@@ -1379,10 +1350,11 @@ static void html_page(FILE *out, int dirfd, const char *dir, const struct entry 
 
 int context_report(const char *dir, const char *out_path, FILE *summary, char *err, size_t errlen)
 {
-	char dir_shown[PATH_MAX], page[PATH_MAX], page_shown[PATH_MAX], tmp[PATH_MAX], prefix[PATH_MAX * 3];
-	size_t counts[4] = {0, 0, 0, 0}, dlen = strlen(dir);
+	char dir_shown[PATH_MAX], page[PATH_MAX], page_shown[PATH_MAX], prefix[PATH_MAX * 3];
+	size_t counts[4] = {0, 0, 0, 0}, dlen = strlen(dir), html_len = 0;
 	struct entry *ents = NULL;
-	int dirfd, fd, n, e = 0;
+	char *html = NULL;
+	int dirfd, n, e = 0;
 	FILE *f;
 
 	text_escape_str(dir, dir_shown, sizeof(dir_shown));
@@ -1406,42 +1378,31 @@ int context_report(const char *dir, const char *out_path, FILE *summary, char *e
 		return n;
 	}
 	link_prefix(dir, page, prefix, sizeof(prefix));
-	fd = tmp_create(page, tmp, sizeof(tmp));
-	if (fd < 0) {
-		e = -fd;
-		snprintf(err, errlen, "%s: cannot create a file beside it: %s", page_shown, strerror(e));
-		goto out;
-	}
-	f = fdopen(fd, "w");
+	/* Built in memory, then written whole beside where it goes: a reader
+	 * of the page never sees half of it. */
+	f = open_memstream(&html, &html_len);
 	if (!f) {
 		e = errno;
-		close(fd);
 	} else {
 		html_page(f, dirfd, dir, ents, (size_t)n, counts, prefix);
-		if (fflush(f) != 0 || ferror(f))
-			e = errno ? errno : EIO;
-		else if (fsync(fileno(f)) < 0)
-			e = errno;
-		if (fclose(f) != 0 && !e)
-			e = errno;
+		if (fclose(f) != 0)
+			e = errno ? errno : ENOMEM;
 	}
-	if (!e && rename(tmp, page) < 0)
-		e = errno;
-	if (e) {
-		unlink(tmp);
-		snprintf(err, errlen, "%s: cannot write: %s", page_shown, strerror(e));
-		goto out;
-	}
-	{
-		char pcopy[PATH_MAX];
+	if (!e) {
+		char dcopy[PATH_MAX], bcopy[PATH_MAX];
 		int pfd;
 
-		snprintf(pcopy, sizeof(pcopy), "%s", page);
-		pfd = open(dirname(pcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (pfd >= 0) {
-			fsync(pfd);
+		snprintf(dcopy, sizeof(dcopy), "%s", page);
+		snprintf(bcopy, sizeof(bcopy), "%s", page);
+		pfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		e = pfd < 0 ? errno : -fds_write_file(pfd, basename(bcopy), html, html_len, 0644, 0);
+		if (pfd >= 0)
 			close(pfd);
-		}
+	}
+	free(html);
+	if (e) {
+		snprintf(err, errlen, "%s: cannot write: %s", page_shown, strerror(e));
+		goto out;
 	}
 	fprintf(summary, "wrote %s: %d dump%s (%zu skipped, %zu failed)\n", page_shown, n, n == 1 ? "" : "s", counts[1],
 	        counts[2]);
