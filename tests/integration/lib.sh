@@ -25,10 +25,14 @@ USERS_MADE=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	# A runtime killed with SIGKILL leaves its diagnostics socket behind:
+	# removed, so that runs do not pile them up in /tmp.
+	for p in "${PIDS[@]}"; do [ -d "/proc/$p" ] || rm -f /tmp/dotnet-diagnostic-"$p"-*-socket; done
 	# Users made by this test: whatever they still run is the test's too.
 	for u in "${USERS_MADE[@]}"; do
 		pkill -KILL -U "$u" 2>/dev/null || true
 		for _ in 1 2 3 4 5 6 7 8 9 10; do pgrep -U "$u" >/dev/null || break; sleep 0.1; done
+		find /tmp -maxdepth 1 -name 'dotnet-diagnostic-*' -user "$u" -delete 2>/dev/null || true
 		userdel "$u" 2>/dev/null || true
 	done
 	exec 3>&- 2>/dev/null || true
