@@ -16,7 +16,9 @@ app="$build/apps/MemSpike/MemSpike"
 
 "$app" demo 600 3000 >"$out/memspike.log" 2>&1 &
 app_pid=$!
-trap 'kill "$app_pid" 2>/dev/null || true' EXIT
+# Its runtime leaves its diagnostics socket behind when killed: removed too.
+trap 'kill "$app_pid" 2>/dev/null || true; wait "$app_pid" 2>/dev/null || true
+rm -f /tmp/dotnet-diagnostic-"$app_pid"-*-socket' EXIT
 for _ in $(seq 50); do grep -q ready "$out/memspike.log" && break; sleep 0.1; done
 
 echo
