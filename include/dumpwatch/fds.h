@@ -47,5 +47,8 @@ void fds_close_from(unsigned lowfd);
  * failure the temporary file is removed and name is as it was. 0 or -errno
  * (-ENAMETOOLONG when the temporary name does not fit NAME_MAX). */
 int fds_write_file(int dirfd, const char *name, const void *data, size_t len, mode_t mode, int noreplace);
+/* The same for a path: its directory opened for the call, its last
+ * component written there. 0 or -errno (-ENAMETOOLONG beyond PATH_MAX). */
+int fds_write_path(const char *path, const void *data, size_t len, mode_t mode, int noreplace);
 
 #endif

@@ -4,9 +4,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -90,4 +92,20 @@ int fds_write_file(int dirfd, const char *name, const void *data, size_t len, mo
 	}
 	fsync(dirfd);
 	return 0;
+}
+
+int fds_write_path(const char *path, const void *data, size_t len, mode_t mode, int noreplace)
+{
+	char dir[PATH_MAX], base[PATH_MAX];
+	int dirfd, r;
+
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(base, dir, sizeof(base));
+	dirfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	r = fds_write_file(dirfd, basename(base), data, len, mode, noreplace);
+	close(dirfd);
+	return r;
 }

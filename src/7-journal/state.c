@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <json-c/json.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,25 +258,21 @@ int state_load(const char *path, struct state_record **ret, size_t *ret_n, char 
 
 int state_save(const char *path, const struct state_record *recs, size_t n, char *err, size_t errlen)
 {
-	char boot[64], dir[PATH_MAX], base[PATH_MAX];
+	char boot[64];
 	char *text;
-	int dirfd, r;
+	int r;
 
 	if (state_boot_id(boot, sizeof(boot)) < 0)
 		boot[0] = '\0';
-	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
-		snprintf(err, errlen, "state file path too long: %s", path);
-		return -ENAMETOOLONG;
-	}
-	snprintf(base, sizeof(base), "%s", path);
 	text = state_format(recs, n, boot);
 	if (!text)
 		return -ENOMEM;
-	dirfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	r = dirfd < 0 ? -errno : fds_write_file(dirfd, basename(base), text, strlen(text), 0600, 0);
-	if (dirfd >= 0)
-		close(dirfd);
+	r = fds_write_path(path, text, strlen(text), 0600, 0);
 	free(text);
+	if (r == -ENAMETOOLONG) {
+		snprintf(err, errlen, "state file path too long: %s", path);
+		return r;
+	}
 	if (r < 0) {
 		snprintf(err, errlen, "cannot write state file %s: %s", path, strerror(-r));
 		return r;

@@ -1388,17 +1388,8 @@ int context_report(const char *dir, const char *out_path, FILE *summary, char *e
 		if (fclose(f) != 0)
 			e = errno ? errno : ENOMEM;
 	}
-	if (!e) {
-		char dcopy[PATH_MAX], bcopy[PATH_MAX];
-		int pfd;
-
-		snprintf(dcopy, sizeof(dcopy), "%s", page);
-		snprintf(bcopy, sizeof(bcopy), "%s", page);
-		pfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		e = pfd < 0 ? errno : -fds_write_file(pfd, basename(bcopy), html, html_len, 0644, 0);
-		if (pfd >= 0)
-			close(pfd);
-	}
+	if (!e)
+		e = -fds_write_path(page, html, html_len, 0644, 0);
 	free(html);
 	if (e) {
 		snprintf(err, errlen, "%s: cannot write: %s", page_shown, strerror(e));

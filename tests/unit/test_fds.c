@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,20 @@ static void test_write_file(void)
 	if (d)
 		closedir(d);
 	CHECK_MSG(n == 2, "%d entries", n);
+	/* By path: the directory is opened for the call; a missing one is
+	 * -ENOENT, a path beyond PATH_MAX -ENAMETOOLONG. */
+	char path[PATH_MAX + 64], big[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/c.html", dir);
+	CHECK(fds_write_path(path, "five", 4, 0644, 0) == 0);
+	slurp(dfd, "c.html", buf, sizeof(buf));
+	CHECK_STR(buf, "five");
+	CHECK(fds_write_path(path, "six", 3, 0644, 1) == -EEXIST);
+	snprintf(path, sizeof(path), "%s/missing/c.html", dir);
+	CHECK(fds_write_path(path, "x", 1, 0644, 0) == -ENOENT);
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	CHECK(fds_write_path(big, "x", 1, 0644, 0) == -ENAMETOOLONG);
+	unlinkat(dfd, "c.html", 0);
 	unlinkat(dfd, "a.prom", 0);
 	unlinkat(dfd, "b.prom", 0);
 	close(dfd);
