@@ -124,7 +124,4 @@
  * context file; a hook that ships a whole dump should be given more. */
 #define DW_DEFAULT_HOOK_TIMEOUT_NS (30 * DW_NS_PER_SEC)
 
-/* --hook-user: the user with the least rights a Debian system has. */
-#define DW_DEFAULT_HOOK_USER "nobody"
-
 #endif

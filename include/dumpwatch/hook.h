@@ -1,14 +1,20 @@
 /* Hooks: commands the operator asks dumpwatch to run when a rule fires
  * (on-fire) and when its dump is published (on-dump). A hook is an argv,
- * executed without a shell, as an unprivileged user the operator names, in a
- * clean environment that says what happened (DUMPWATCH_* variables), with
- * the dump and its context open on descriptors 3 and 4 (the files are
- * root's; the hook's user reads them through those), under a timeout that
- * kills its whole process group. Its program is checked as createdump is
- * (trust_exec_path): root's, in directories only root can change. Each run
- * is journaled ("hook", or "hook-failed" with the reason) when it ends; the
- * runner lives on the shared loop and outlives the process the hook is
- * about. */
+ * executed without a shell, in a clean environment that says what happened
+ * (DUMPWATCH_* variables), with the dump and its context open on descriptors
+ * 3 and 4 (the files are root's; the hook reads them through those), under a
+ * timeout. Its program is checked as createdump is (trust_exec_path): root's,
+ * in directories only root can change. Each run is journaled ("hook", or
+ * "hook-failed" with the reason) when it ends; the runner lives on the shared
+ * loop and outlives the process the hook is about.
+ *
+ * Whom it runs as: as root, by default, a uid of its own for each run (a
+ * transient uid no user, group or other process has), so that nothing but
+ * the hook's own processes can trace it or take its descriptors; or a user
+ * the operator names. Everything the hook started dies with it, also what
+ * left its session or was double-forked. Slots are shared fairly between the
+ * owners of the processes the hooks are about; a hook that finds none waits,
+ * and one that cannot wait is dropped, journaled. */
 #ifndef DUMPWATCH_HOOK_H
 #define DUMPWATCH_HOOK_H
 
@@ -20,30 +26,48 @@
 #include "dumpwatch/journal.h"
 #include "dumpwatch/loop.h"
 
-#define HOOK_RUNNING_MAX 16  /* hooks running at once; more are refused (journaled) */
-#define HOOK_OUTPUT_TAIL 512 /* bytes of a hook's output kept for the journal */
-#define HOOK_GROUPS_MAX 64   /* supplementary groups of the hook's user */
+#define HOOK_RUNNING_MAX 16      /* hooks running at once */
+#define HOOK_RUNNING_PER_OWNER 4 /* of them, for the processes of one user */
+#define HOOK_WAITING_MAX 32      /* hooks waiting for a slot; more are dropped (journaled) */
+#define HOOK_WAITING_PER_OWNER 8 /* of them, for the processes of one user */
+#define HOOK_OUTPUT_TAIL 512     /* bytes of a hook's output kept for the journal */
+#define HOOK_GROUPS_MAX 64       /* supplementary groups of the hook's user */
+
+/* The transient uids (and gids of the same number): 65,536 from
+ * 2,102,853,632 (0x7D570000), in a range that systemd's table of uid ranges
+ * leaves unused (1879048192-2147483647: above container ranges, below
+ * 2^31). A uid is taken only when no user, group or process has it. */
+#define HOOK_UID_BASE 0x7D570000u
+#define HOOK_UID_COUNT 65536u
 
 /* Whom hooks run as. */
 struct hook_user {
-	char name[64];
+	char name[64]; /* "transient" for a uid of its own per run */
+	int transient;
 	uid_t uid;
 	gid_t gid;
 	gid_t groups[HOOK_GROUPS_MAX];
 	size_t n_groups;
 };
 
-/* Resolves name (a user name or a decimal uid; NULL: "nobody") into u. As
- * root, root itself (uid 0) is refused: hooks run unprivileged. Not root,
- * hooks run as ourselves: any other name is refused. 0, or -errno with a
- * sentence in err. */
+/* Resolves name (a user name or a decimal uid; NULL: the default) into u.
+ * As root, NULL means a transient uid per run; root itself and nobody (whom
+ * every daemon that drops privileges shares, and could take the dump from a
+ * running hook) are refused. Not root, hooks run as ourselves: any other name
+ * is refused. 0, or -errno with a sentence in err. */
 int hook_user_resolve(const char *name, struct hook_user *u, char *err, size_t errlen);
+
+/* Whether the start should warn about u: as root, a named user whose uid
+ * other processes run as now can read what its hooks hold (the dump). 1 with
+ * the sentence in out, or 0. */
+int hook_user_warning(const struct hook_user *u, char *out, size_t outlen);
 
 /* What a hook is told (each string may be NULL: the variable is left out).
  * The strings are copied; what a process chose (its name) is escaped. */
 struct hook_env {
 	const char *event; /* "on-fire" or "on-dump" */
 	pid_t pid;
+	uid_t owner; /* the uid of the process the hook is about: its share of the slots */
 	const char *process;
 	const char *rule;
 	const char *values;    /* "metric=value ..." of the rule's conditions at the fire */
@@ -58,7 +82,8 @@ struct hook_env {
 
 struct hook_runner;
 
-/* Called when a hook ended: ok is 1 when it exited with status 0. */
+/* Called when a hook ended (ran, was refused or dropped): ok is 1 when it
+ * exited with status 0. */
 typedef void (*hook_done_fn)(void *ctx, int ok);
 
 /* A runner on loop l journaling to j (NULL: no journal), running hooks as
@@ -67,21 +92,29 @@ typedef void (*hook_done_fn)(void *ctx, int ok);
 struct hook_runner *hook_runner_new(struct loop *l, struct journal *j, const struct hook_user *user, hook_done_fn done,
                                     void *done_ctx);
 
-/* Kills the hooks still running (their process groups), journals them as
- * failed ("dumpwatch stopped") and frees h. NULL is a no-op. */
+/* Kills the hooks still running with all they started, journals them as
+ * failed ("dumpwatch stopped"), journals those waiting as not run, and frees
+ * h. NULL is a no-op. */
 void hook_runner_free(struct hook_runner *h);
 
-/* Starts cmd for env with a timeout (0: HOOK_DEFAULT_TIMEOUT_NS). Returns 0
- * when it runs (the end is journaled later), or -errno when it could not
- * start (journaled "hook-failed" here, err says why). */
+/* Starts cmd for env with a timeout (0: DW_DEFAULT_HOOK_TIMEOUT_NS), or
+ * queues it until a slot is free (the descriptors in env are duplicated; the
+ * caller keeps its own). Returns 0 when it runs or waits (the end is
+ * journaled later), or -errno when it was refused or dropped (journaled
+ * "hook-failed" here, err says why). */
 int hook_run(struct hook_runner *h, const struct hook_cmd *cmd, int64_t timeout_ns, const struct hook_env *env,
              char *err, size_t errlen);
 
-/* Hooks running now. */
+/* Hooks running now, and waiting for a slot. */
 size_t hook_running(const struct hook_runner *h);
+size_t hook_waiting(const struct hook_runner *h);
 
-/* The latest deadline of the hooks running (CLOCK_MONOTONIC), 0 when none:
- * how long a stop may wait for them. */
+/* Descriptors the runner holds now (three per running hook, those of the
+ * waiting ones): for the guard's count. */
+size_t hook_fds(const struct hook_runner *h);
+
+/* The latest deadline of the hooks running or waiting (CLOCK_MONOTONIC), 0
+ * when none: how long a stop may wait for them. */
 int64_t hook_last_deadline(const struct hook_runner *h);
 
 #endif

@@ -1024,6 +1024,7 @@ static void run_hook(struct target *t, const struct target_rule *tr, int on_dump
 	struct hook_env e = {
 	    .event = on_dump ? "on-dump" : "on-fire",
 	    .pid = t->dt.pid,
+	    .owner = t->dt.uid,
 	    .process = t->name,
 	    .rule = tr->fr.rule.name,
 	    .values = t->fire_desc,

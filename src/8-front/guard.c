@@ -111,7 +111,7 @@ static int rule_matches(const struct file_rule *fr, const struct proc *p)
  * both: a count cannot see it yet. */
 static int64_t fds_held(const struct guard *g, int64_t *ret_pending)
 {
-	int64_t held = g->fd_base > 0 ? g->fd_base : 0, pending = 0;
+	int64_t held = (g->fd_base > 0 ? g->fd_base : 0) + (int64_t)hook_fds(g->hooks), pending = 0;
 
 	for (size_t i = 0; i < g->n_procs; i++) {
 		held += target_fds(g->procs[i]->tg);
@@ -565,7 +565,7 @@ static void maybe_finish_stop(struct guard *g)
 	for (size_t i = 0; i < g->n_procs; i++)
 		if (target_busy(g->procs[i]->tg))
 			return;
-	if (hook_running(g->hooks))
+	if (hook_running(g->hooks) + hook_waiting(g->hooks))
 		return;
 	loop_stop(g->loop);
 }
@@ -609,10 +609,10 @@ static void begin_stop(struct guard *g, int signo)
 	}
 	if (jobs > 0)
 		log_info("waiting up to %.1f s for %zu dump(s) in progress", (double)g->o->stop_timeout_ns / 1e9, jobs);
-	if (hook_running(g->hooks) > 0) {
-		log_info("waiting up to %.1f s for %zu hook(s) running", (double)g->o->stop_timeout_ns / 1e9,
-		         hook_running(g->hooks));
-		jobs += hook_running(g->hooks);
+	if (hook_running(g->hooks) + hook_waiting(g->hooks) > 0) {
+		log_info("waiting up to %.1f s for %zu hook(s) running and %zu waiting",
+		         (double)g->o->stop_timeout_ns / 1e9, hook_running(g->hooks), hook_waiting(g->hooks));
+		jobs += hook_running(g->hooks) + hook_waiting(g->hooks);
 	}
 	/* Tracing ends within TARGET_STOP_MS; dumps get the stop timeout. */
 	int64_t wait_ns = jobs ? g->o->stop_timeout_ns : (int64_t)TARGET_STOP_MS * 1000000LL;
@@ -731,8 +731,11 @@ int guard_run(const struct guard_options *o)
 			code = DW_EXIT_USAGE;
 			goto out;
 		}
-		/* Without a user to run them as (no "nobody" here), hooks of rule
-		 * files are refused when they are due, each journaled. */
+		if (hr == 0 && hook_user_warning(&hu, err, sizeof(err)))
+			log_warn("%s", err);
+		/* Without a user to run them as (one named that does not exist),
+		 * hooks of rule files are refused when they are due, each
+		 * journaled. */
 		g.hooks = hook_runner_new(g.loop, g.journal, hr < 0 ? NULL : &hu, on_hook_done, &g);
 		if (!g.hooks) {
 			log_error("out of memory");

@@ -150,6 +150,7 @@ char *guard_status_text(void *ctx)
 	json_object_object_add(o, "hooks_done", json_object_new_int64((int64_t)g->n_hooks));
 	json_object_object_add(o, "hooks_failed", json_object_new_int64((int64_t)g->n_hooks_failed));
 	json_object_object_add(o, "hooks_running", json_object_new_int64((int64_t)hook_running(g->hooks)));
+	json_object_object_add(o, "hooks_waiting", json_object_new_int64((int64_t)hook_waiting(g->hooks)));
 	size_t history = 0;
 	for (size_t i = 0; i < g->n_procs; i++) {
 		json_object_array_add(procs, proc_json(g->procs[i], now));

@@ -205,7 +205,7 @@ static void on_hook_done(void *ctx, int ok)
 	struct watcher *w = ctx;
 	(void)ok;
 
-	if (w->waiting_hooks && hook_running(w->hooks) == 0)
+	if (w->waiting_hooks && hook_running(w->hooks) + hook_waiting(w->hooks) == 0)
 		loop_stop(w->loop);
 }
 
@@ -262,6 +262,8 @@ int watch_run(const struct watch_options *o)
 		}
 		w.hook_user = hu;
 		w.have_hooks = 1;
+		if (hook_user_warning(&hu, err, sizeof(err)))
+			log_warn("%s", err);
 	}
 	/* Forked before anything else runs: the child takes nothing along. */
 	w.launcher = launcher_start(o->launcher, o->target.verbose);
@@ -309,8 +311,8 @@ int watch_run(const struct watch_options *o)
 	}
 	/* Hooks of the dumps taken run to their end (or their timeout), unless
 	 * a signal stopped the watch. */
-	if (hook_running(w.hooks) > 0 && w.exit_code != DW_EXIT_SIGNAL) {
-		log_info("waiting for %zu hook(s) to end", hook_running(w.hooks));
+	if (hook_running(w.hooks) + hook_waiting(w.hooks) > 0 && w.exit_code != DW_EXIT_SIGNAL) {
+		log_info("waiting for %zu hook(s) to end", hook_running(w.hooks) + hook_waiting(w.hooks));
 		w.waiting_hooks = 1;
 		loop_set_timer(w.loop, hook_last_deadline(w.hooks) + 1000000000LL, on_stop_deadline, &w);
 		loop_run(w.loop);

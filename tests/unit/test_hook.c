@@ -1,5 +1,6 @@
-/* Unit tests for hook.c: the user hooks run as, root refused. (Running them
- * is tested for real in tests/integration/test_hooks.sh.) */
+/* Unit tests for hook.c: the user hooks run as (a transient uid by default;
+ * root and nobody refused). Running them is tested for real in
+ * tests/integration/test_hooks.sh and test_attack_hooks.sh. */
 #include "check.h"
 
 #include <errno.h>
@@ -17,8 +18,16 @@ static void test_user(void)
 	if (geteuid() == 0) {
 		CHECK(hook_user_resolve("root", &u, err, sizeof(err)) == -EPERM);
 		CHECK(hook_user_resolve("0", &u, err, sizeof(err)) == -EPERM);
-		CHECK(hook_user_resolve("nobody", &u, err, sizeof(err)) == 0 && u.uid == 65534);
-		CHECK(hook_user_resolve(NULL, &u, err, sizeof(err)) == 0 && strcmp(u.name, "nobody") == 0);
+		/* nobody is every daemon's: refused, saying why and what to do. */
+		CHECK(hook_user_resolve("nobody", &u, err, sizeof(err)) == -EPERM);
+		CHECK(strstr(err, "take the dump") != NULL && strstr(err, "leave --hook-user out") != NULL);
+		CHECK(hook_user_resolve("65534", &u, err, sizeof(err)) == -EPERM);
+		/* By default, a uid of its own per run. */
+		CHECK(hook_user_resolve(NULL, &u, err, sizeof(err)) == 0 && u.transient &&
+		      strcmp(u.name, "transient") == 0);
+		CHECK(hook_user_warning(&u, err, sizeof(err)) == 0);
+		/* A named user whose uid a process runs as: warned about. */
+		CHECK(hook_user_resolve("daemon", &u, err, sizeof(err)) == 0 && !u.transient && u.uid == 1);
 	} else {
 		CHECK(hook_user_resolve(NULL, &u, err, sizeof(err)) == 0 && u.uid == geteuid());
 	}
