@@ -36,6 +36,7 @@ struct guard_options {
 	 * (expo_parse_listen's forms) and --metrics-file (absolute), each NULL
 	 * when not asked for, and how often the file is rewritten. */
 	const char *metrics_listen;
+	const char *metrics_allow; /* --metrics-allow, or NULL: anyone who can connect */
 	const char *metrics_file;
 	int64_t metrics_interval_ns;
 };

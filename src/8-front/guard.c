@@ -53,6 +53,7 @@
 
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/eval.h"
+#include "dumpwatch/exposrv.h"
 #include "dumpwatch/fds.h"
 #include "dumpwatch/journal.h"
 #include "dumpwatch/log.h"
@@ -111,7 +112,9 @@ static int rule_matches(const struct file_rule *fr, const struct proc *p)
  * both: a count cannot see it yet. */
 static int64_t fds_held(const struct guard *g, int64_t *ret_pending)
 {
-	int64_t held = (g->fd_base > 0 ? g->fd_base : 0) + (int64_t)hook_fds(g->hooks), pending = 0;
+	int64_t held = (g->fd_base > 0 ? g->fd_base : 0) + (int64_t)hook_fds(g->hooks) +
+	               (int64_t)exposrv_connections(g->expo),
+	        pending = 0;
 
 	for (size_t i = 0; i < g->n_procs; i++) {
 		held += target_fds(g->procs[i]->tg);

@@ -58,6 +58,16 @@ static void own(struct expo_buf *b, struct guard *g, size_t attached)
 	counter(b, "dumpwatch_attach_failures_total", "Attachments that failed (retried with backoff).",
 	        g->n_attach_failed);
 	gauge(b, "dumpwatch_rules_in_force", "Rules in force from the rules directory.", (double)n_rules);
+	if (g->o->metrics_listen) {
+		static const char *const conns[] = {"accepted", "refused_share", "refused_full", "forbidden", "cut"};
+		struct exposrv_stats st;
+		exposrv_get_stats(g->expo, &st);
+		uint64_t c[] = {st.accepted, st.refused_share, st.refused_full, st.forbidden, st.cut};
+		results(b, "dumpwatch_metrics_connections_total",
+		        "Connections to this page: accepted; closed at once because the client held its share or all "
+		        "were in use; answered 403 (--metrics-allow); cut at their age.",
+		        conns, c, 5);
+	}
 	counter(b, "dumpwatch_rule_reloads_total", "Changes of the rules directory taken in, and SIGHUP reloads.",
 	        g->n_rule_reloads);
 }
@@ -119,6 +129,7 @@ int guard_metrics_open(struct guard *g)
 	const struct guard_options *o = g->o;
 	struct exposrv_config cfg = {
 	    .listen = o->metrics_listen,
+	    .allow = o->metrics_allow,
 	    .file = o->metrics_file,
 	    .interval_ns = o->metrics_interval_ns,
 	    .build = guard_metrics_text,

@@ -182,6 +182,8 @@ static void usage(FILE *f)
 	    "      --metrics-listen [ADDR:]PORT  serve Prometheus metrics of every guarded process and of\n"
 	    "                           dumpwatch at http://ADDR:PORT/metrics (PORT alone: 127.0.0.1;\n"
 	    "                           [::1]:PORT for IPv6); see docs/metrics.md\n"
+	    "      --metrics-allow LIST only these may read the page: users (local clients, by the uid that\n"
+	    "                           owns their socket) and ADDR[/BITS] (by address), comma-separated\n"
 	    "      --metrics-file PATH  write the same text to PATH for node_exporter's textfile collector,\n"
 	    "                           replaced atomically (its directory writable by no one else)\n"
 	    "      --metrics-interval D how often --metrics-file is rewritten (default %s)\n"
@@ -812,6 +814,7 @@ struct cli {
 	const char *allow_dump_dirs[GUARD_ALLOW_DUMP_DIRS_MAX];
 	size_t n_allow_dump_dirs;
 	const char *metrics_listen, *metrics_file; /* --metrics-listen, --metrics-file */
+	const char *metrics_allow;                 /* --metrics-allow */
 	int64_t metrics_interval_ns;
 	char **operands; /* PID MB */
 	int n_operands;
@@ -856,6 +859,7 @@ enum {
 	OPT_UPLOAD_KEEP,
 	OPT_UPLOAD_PATH_STYLE,
 	OPT_METRICS_LISTEN,
+	OPT_METRICS_ALLOW,
 	OPT_METRICS_FILE,
 	OPT_METRICS_INTERVAL,
 };
@@ -1089,6 +1093,9 @@ static int cli_option(struct cli *c, int opt, const char *arg)
 	case OPT_METRICS_LISTEN:
 		c->metrics_listen = arg;
 		return 0;
+	case OPT_METRICS_ALLOW:
+		c->metrics_allow = arg;
+		return 0;
 	case OPT_METRICS_FILE:
 		if (arg[0] != '/') {
 			log_error("--metrics-file takes an absolute path, not \"%s\"", arg);
@@ -1155,6 +1162,7 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	                                     {"upload-keep", required_argument, NULL, OPT_UPLOAD_KEEP},
 	                                     {"upload-path-style", no_argument, NULL, OPT_UPLOAD_PATH_STYLE},
 	                                     {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
+	                                     {"metrics-allow", required_argument, NULL, OPT_METRICS_ALLOW},
 	                                     {"metrics-file", required_argument, NULL, OPT_METRICS_FILE},
 	                                     {"metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL},
 	                                     {"help", no_argument, NULL, 'h'},
@@ -1317,6 +1325,7 @@ static int guard_options_from_cli(const struct cli *c, struct guard_options *go)
 	if (c->upload.bucket[0] && upload_options_finish(c, go, sdir[0] ? sdir : NULL) < 0)
 		return -EINVAL;
 	go->metrics_listen = c->metrics_listen;
+	go->metrics_allow = c->metrics_allow;
 	go->metrics_file = c->metrics_file;
 	go->metrics_interval_ns = c->metrics_interval_ns;
 	return 0;
@@ -1435,8 +1444,12 @@ static int cmd_watch_or_guard(int argc, char **argv)
 
 	if (r != CLI_GO_ON)
 		return r;
-	if (!c.rules_dir && (c.metrics_listen || c.metrics_file)) {
-		log_error("--metrics-listen and --metrics-file are for the guard (--rules-dir)");
+	if (!c.rules_dir && (c.metrics_listen || c.metrics_file || c.metrics_allow)) {
+		log_error("--metrics-listen, --metrics-allow and --metrics-file are for the guard (--rules-dir)");
+		return DW_EXIT_USAGE;
+	}
+	if (c.metrics_allow && !c.metrics_listen) {
+		log_error("--metrics-allow says who may read the page --metrics-listen serves: give both");
 		return DW_EXIT_USAGE;
 	}
 	return c.rules_dir ? run_guard(&c) : run_watch(&c);

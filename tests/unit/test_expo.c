@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "dumpwatch/expo.h"
+#include "dumpwatch/exposrv.h"
 #include "dumpwatch/metrics.h"
 
 #define SEC 1000000000LL
@@ -134,8 +135,45 @@ static void test_listen(void)
 	CHECK(strstr(err, "--metrics-listen") != NULL);
 }
 
+/* --metrics-allow: users and address ranges, and who they let in. */
+static void test_allow(void)
+{
+	struct exposrv_allow a;
+	char err[256];
+	uint8_t lo[16] = {127, 0, 0, 5}, ten[16] = {10, 1, 2, 3}, v6[16] = {0x20, 0x01, 0x0d, 0xb8};
+
+	CHECK(exposrv_parse_allow("root,10.0.0.0/8,2001:db8::/32", &a, err, sizeof(err)) == 0 && a.n == 3);
+	CHECK(a.e[0].is_user && a.e[0].uid == 0);
+	/* Local root: in. A local user not listed: out, whatever its address. */
+	CHECK(exposrv_allowed(&a, 1, 0, AF_INET, lo));
+	CHECK(!exposrv_allowed(&a, 1, 1000, AF_INET, lo));
+	/* Remote, by address; a user entry never matches a remote client. */
+	CHECK(exposrv_allowed(&a, 0, 0, AF_INET, ten));
+	CHECK(!exposrv_allowed(&a, 0, 0, AF_INET, lo));
+	CHECK(exposrv_allowed(&a, 0, 0, AF_INET6, v6));
+	CHECK(!exposrv_allowed(&a, 0, 0, AF_INET, v6)); /* the family counts */
+	/* A prefix that is not a whole number of bytes. */
+	CHECK(exposrv_parse_allow("127.0.0.0/9", &a, err, sizeof(err)) == 0);
+	CHECK(exposrv_allowed(&a, 1, 1000, AF_INET, lo));
+	lo[1] = 0x80;
+	CHECK(!exposrv_allowed(&a, 1, 1000, AF_INET, lo));
+	/* An empty list lets everyone in. */
+	memset(&a, 0, sizeof(a));
+	CHECK(exposrv_allowed(&a, 0, 0, AF_INET, ten));
+	/* Refused, each with a sentence. */
+	CHECK(exposrv_parse_allow("10.0.0.0/33", &a, err, sizeof(err)) == -EINVAL && strstr(err, "0 to 32 bits"));
+	CHECK(exposrv_parse_allow("no-such-user-here", &a, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "neither a user nor an address"));
+	CHECK(exposrv_parse_allow("root,,root", &a, err, sizeof(err)) == -EINVAL);
+	CHECK(exposrv_parse_allow("", &a, err, sizeof(err)) == -EINVAL);
+	CHECK(exposrv_parse_allow("a/b", &a, err, sizeof(err)) == -EINVAL && strstr(err, "not an address"));
+	CHECK(exposrv_parse_allow("0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0", &a, err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "at most 16"));
+}
+
 int main(void)
 {
+	test_allow();
 	test_names();
 	test_escaping();
 	test_processes();
