@@ -1,9 +1,11 @@
 /* Who a process runs as in a container world: the container id and the
  * Kubernetes pod uid read from the text of /proc/PID/cgroup. The parser is
  * pure (text in, identity out); only cgroup_read touches /proc. The text
- * comes from any process's cgroup path, which the process's owner (or a
- * container's root) may shape: only ids of the expected alphabet and length
- * pass, everything else reads as "no container". */
+ * comes from any process's cgroup path, which the process's owner (in a
+ * delegated subtree such as user@UID.service) or a container's root may
+ * shape: an id is believed only where the runtimes and the kubelet put it,
+ * below cgroups only root makes, and only of the expected alphabet and
+ * length; everything else reads as "no container". */
 #ifndef DUMPWATCH_CGROUP_H
 #define DUMPWATCH_CGROUP_H
 
@@ -23,12 +25,17 @@ struct cgroup_ident {
 
 /* Parses len bytes of /proc/PID/cgroup text (cgroup v2 "0::/path" and v1
  * "N:controllers:/path" lines) into out, which is always filled ("" for
- * what is not found). The container id comes from the innermost path
- * component of the systemd driver's forms docker-ID.scope,
- * cri-containerd-ID.scope, crio-ID.scope and libpod-ID.scope, or a component
- * that is the bare id (cgroupfs: /docker/ID, /kubepods/QOS/podUID/ID); the
- * pod uid from kubepods[-QOS]-podUID.slice (its '_' read as '-') or a
- * cgroupfs podUID component. The first line that yields a container id
+ * what is not found). A path gives a container id and a pod uid only in the
+ * layouts the runtimes and the kubelet make, walked from the hierarchy's
+ * root: the kubepods hierarchy of the systemd and cgroupfs drivers (QoS
+ * guaranteed, burstable, besteffort; containerd, CRI-O, cri-dockerd),
+ * Docker's system.slice/docker-ID.scope and /docker/ID, rootful Podman's
+ * machine.slice/libpod-ID.scope and /libpod_parent/libpod-ID (the list is
+ * in cgroup.c). A path relative to a cgroup namespace ("/../../NAME/...")
+ * may start at any level of them. Anywhere else, under user.slice, a user's
+ * user@UID.service or any other cgroup, a name of the right shape is no
+ * container; below a container's cgroup, the container is that one, not
+ * what its root named beneath it. The first line that yields a container id
  * decides it, the first that yields a pod uid decides that. Returns 1 when
  * either was found, else 0. */
 int cgroup_parse(const char *text, size_t len, struct cgroup_ident *out);
