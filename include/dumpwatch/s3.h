@@ -6,13 +6,20 @@
  *
  * s3_put_file blocks (libcurl's easy interface): it is meant for a child
  * process per upload. Every request is bounded by a connect timeout, a
- * low-speed limit and a total time; nothing the server sends is kept beyond a
- * fixed bound, and what of it reaches an error sentence is escaped into one
- * line. The secret key and the signatures never appear in a sentence.
+ * low-speed limit and a total time. An answer is taken on trust in nothing:
+ * its header lines, its body and its ETag have bounds (below), and an answer
+ * beyond one, or malformed, fails the request as retryable; what of it reaches
+ * an error sentence is escaped into one line. The secret key and the
+ * signatures never appear in a sentence.
+ *
+ * Retryable or permanent is decided by the S3 error code, else the HTTP
+ * status, else libcurl's code (s3_judge_response, s3_transport_verdict):
+ * permanent only when a retry cannot help (the bucket, the credentials, the
+ * region or the part size is wrong), everything else retryable.
  *
  * The rest is pure (no sockets, no clock, no globals) and unit-tested:
- * signing, URI encoding, URL building, the bounded XML field extraction and
- * the classification of errors. */
+ * signing, URI encoding, URL building, the bounded XML field extraction, the
+ * ETag grammar and the classification of errors. */
 #ifndef DUMPWATCH_S3_H
 #define DUMPWATCH_S3_H
 
@@ -27,7 +34,16 @@
 #define S3_PARTS_MAX 10000         /* parts in one multipart upload */
 #define S3_OBJECT_MAX (5ULL << 40) /* S3's largest object, 5 TiB */
 #define S3_KEY_MAX 1024            /* bytes of a key, prefix included */
-#define S3_ETAG_MAX 128            /* longest ETag taken from a server */
+#define S3_ETAG_MAX 128            /* longest ETag taken from a server (S3's: 34 to 40 bytes) */
+
+/* What of one answer is read: S3's error and result documents are under
+ * 2 KiB, the header blocks it documents about ten lines, well under 1 KiB;
+ * the bounds leave room for proxies in between. Past a bound the answer is
+ * not read further and the request fails, retryable. The bounds on header
+ * lines count every answer of a request (a 100 Continue included). */
+#define S3_BODY_MAX (64 * 1024)         /* bytes of a body */
+#define S3_HEADER_BYTES_MAX (64 * 1024) /* bytes of header lines, status lines included */
+#define S3_HEADER_LINES_MAX 100         /* header lines, status lines and blank lines included */
 
 struct s3_credentials {
 	char access_key_id[128];
@@ -135,20 +151,43 @@ int s3_xml_text(const char *body, size_t len, const char *tag, char *out, size_t
 
 /* When one header line (as libcurl hands it over, with or without CRLF) is
  * "name: value" with the given name (any case), copies its value, blanks
- * around it trimmed, into out. Returns 0, -ENOENT for another header,
+ * around it trimmed, into out, NUL-terminated. Returns the value's length
+ * (the value may hold NUL bytes of its own), -ENOENT for another header,
  * -E2BIG when the value does not fit in outlen. */
 int s3_header_value(const char *line, size_t len, const char *name, char *out, size_t outlen);
 
+/* Checks len bytes at etag as an ETag a server gave (a header's value or the
+ * text of a result's <ETag>), before it is kept or sent back inside XML: the
+ * entity-tag of RFC 9110 section 8.8.3, an opaque-tag "..." of one or more
+ * etagc bytes (visible ASCII but '"'), the quotes optional (some servers omit
+ * them), without the weak prefix W/ (a weak tag names no exact bytes) and
+ * without '<', '>' or '&' (never in S3's hex ETags; kept out of the XML).
+ * Returns 0, -E2BIG for more than S3_ETAG_MAX bytes, -EBADMSG otherwise
+ * (empty included). */
+int s3_etag_check(const char *etag, size_t len);
+
 /* Judges the answer to a request: an HTTP status and its body. Returns 0 for
- * a 2xx without an <Error> (CompleteMultipartUpload may answer 200 with one);
- * otherwise -EAGAIN (5xx, 429, SlowDown, RequestTimeout, InternalError,
- * ServiceUnavailable: worth retrying later), -EACCES (AccessDenied,
- * InvalidAccessKeyId, SignatureDoesNotMatch, expired or invalid tokens, a
- * 403), -ENOENT (NoSuchBucket, NoSuchUpload, a 404) or -EIO (anything else),
- * and writes one sentence into err: what (e.g. "PUT of mybucket/a.dmp"), the
- * status, the S3 code and message from the body (escaped, bounded) and what to
- * do. */
+ * a 2xx without an <Error> (CompleteMultipartUpload may answer 200 with one).
+ * Otherwise, by the S3 error code when the body has one this knows, else by
+ * the status: permanent when a retry cannot help, -EACCES (AccessDenied,
+ * InvalidAccessKeyId, SignatureDoesNotMatch, expired or invalid tokens; a
+ * 401 or 403), -ENOENT (NoSuchBucket; a 404) or -EIO (PermanentRedirect,
+ * AuthorizationHeaderMalformed, EntityTooLarge, EntityTooSmall; a 301);
+ * everything else -EAGAIN, worth retrying later (5xx, 429, SlowDown,
+ * InternalError, RequestTimeout, NoSuchUpload, RequestTimeTooSkewed, a code
+ * or status this does not know). Writes one sentence into err: what (e.g.
+ * "PUT of mybucket/a.dmp"), the status, the S3 code and message from the
+ * body (escaped, bounded) and what to do. */
 int s3_judge_response(long status, const char *body, size_t len, const char *what, char *err, size_t errlen);
+
+/* The verdict on a transfer libcurl failed (curl_code, a CURLcode other than
+ * CURLE_OK): -EINVAL when it says the request cannot be made here at all (an
+ * unsupported protocol, a malformed URL, a feature not built in, an option
+ * refused), which no retry changes; else -EAGAIN: the network, the server,
+ * a timeout, a TLS failure, and CURLE_OUT_OF_MEMORY, which libcurl also
+ * returns for a header line longer than it takes (100 KiB) and so says
+ * nothing of this process's memory. */
+int s3_transport_verdict(int curl_code);
 
 /* Reads credentials into out. file NULL: from AWS_ACCESS_KEY_ID,
  * AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (optional). Otherwise from the
@@ -169,10 +208,16 @@ void s3_credentials_clear(struct s3_credentials *c);
  * PUT when size <= the part size, else a multipart upload, aborted on any
  * failure. The file is read with pread only (twice: once to hash each
  * request's payload, once to send it), so fd's offset is untouched; the bytes
- * must not change meanwhile. Returns 0 with out filled (out may be NULL),
+ * must not change meanwhile. Every answer is checked: its header lines and
+ * body within the bounds above, the ETag of a PUT (optional) and of each part
+ * (required) by s3_etag_check, an UploadId in CreateMultipartUpload's answer,
+ * a CompleteMultipartUploadResult (its ETag checked) in
+ * CompleteMultipartUpload's. Returns 0 with out filled (out may be NULL),
  * -EAGAIN for a failure worth retrying (no connection, a timeout, 5xx, 429,
- * throttling), or a permanent -errno (-EACCES, -ENOENT, -EINVAL, -EIO, -EFBIG),
- * with one sentence in err. */
+ * throttling, an answer beyond a bound or malformed: see s3_judge_response
+ * and s3_transport_verdict), or a permanent -errno (-EACCES, -ENOENT,
+ * -EINVAL, -EIO, -EFBIG; a local file that cannot be read included), with one
+ * sentence in err. */
 int s3_put_file(const struct s3_config *c, int fd, uint64_t size, const char *key, const char *content_type,
                 struct s3_result *out, char *err, size_t errlen);
 

@@ -7,10 +7,12 @@
  * time, watched through a pidfd on the shared loop, so that a slow or dead
  * server delays nothing else. A file uploaded is marked so in the entry
  * before the next starts: a retry, or a restart, sends only what has not
- * arrived. A failure worth retrying (no connection, 5xx, throttling) is
- * retried with backoff (5 s doubling to 10 min) for as long as it takes; a
- * permanent one (no such bucket, refused credentials) ends the entry with the
- * local files kept. Each end is journaled: "upload" (keys, bytes, attempts),
+ * arrived. A failure is retried with backoff (5 s doubling to 10 min) for as
+ * long as it takes, unless s3.c judges it permanent (no such bucket, refused
+ * credentials: a retry cannot help), which ends the entry with the local
+ * files kept; an answer s3.c refuses (past a bound, malformed) is retried. A
+ * child that dies, or says an -errno this does not know as permanent, is
+ * retried too. Each end is journaled: "upload" (keys, bytes, attempts),
  * "upload-failed" (the reason, and whether it is retried). When all of an
  * entry's files are up, the local copies are removed unless kept. */
 #ifndef DUMPWATCH_UPLOAD_H

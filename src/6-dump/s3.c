@@ -7,9 +7,11 @@
  * including those that refuse UNSIGNED-PAYLOAD over plain HTTP). A file
  * larger than one part goes up as a multipart upload; any failure after the
  * upload was created aborts it, so no invisible parts are left to bill. The
- * server is not trusted: its bodies are kept up to a fixed bound, the few
- * fields read from them are found by a bounded scan (no XML library), and
- * what of them reaches an error sentence is escaped into one line. */
+ * server is not trusted: its header lines and bodies are read up to fixed
+ * bounds (s3.h) and an answer past one fails the request, retryable; the few
+ * fields read are found by a bounded scan (no XML library) and checked (the
+ * ETag against its grammar) before they are kept or sent back; what of them
+ * reaches an error sentence is escaped into one line. */
 #include "dumpwatch/s3.h"
 
 #include "dumpwatch/sha256.h"
@@ -27,7 +29,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BODY_MAX (64 * 1024)      /* of a response body kept; S3's error and result documents are < 2 KiB */
 #define CRED_FILE_MAX (64 * 1024) /* a credentials file holds three lines */
 #define SIGN_HEADERS_MAX 16
 #define CANON_MAX (32 * 1024)
@@ -589,10 +590,30 @@ int s3_header_value(const char *line, size_t len, const char *name, char *out, s
 	while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t'))
 		end--;
 	size_t vl = (size_t)(end - v);
-	if (vl >= outlen)
+	if (vl >= outlen || vl > INT_MAX)
 		return -E2BIG;
 	memcpy(out, v, vl);
 	out[vl] = '\0';
+	return (int)vl;
+}
+
+int s3_etag_check(const char *etag, size_t len)
+{
+	if (len > S3_ETAG_MAX)
+		return -E2BIG;
+	if (len >= 2 && etag[0] == '"' && etag[len - 1] == '"') {
+		etag++;
+		len -= 2;
+	}
+	if (len == 0)
+		return -EBADMSG;
+	/* etagc = %x21 / %x23-7E / obs-text (RFC 9110 section 8.8.3), without
+	 * obs-text (8-bit bytes) and the three that XML would need escaped. */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)etag[i];
+		if (ch < 0x21 || ch > 0x7e || ch == '"' || ch == '<' || ch == '>' || ch == '&')
+			return -EBADMSG;
+	}
 	return 0;
 }
 
@@ -602,11 +623,17 @@ struct code_rule {
 	const char *hint;
 };
 
+/* The S3 error codes whose verdict is known. A code not here is judged by
+ * the status, and retried unless the status says a retry cannot help. */
 static const struct code_rule code_rules[] = {
+    /* The server's state, or ours, changes meanwhile. */
     {"SlowDown", -EAGAIN, "the server asks to slow down: retry later"},
     {"RequestTimeout", -EAGAIN, "the connection was too slow or idle: retry later"},
     {"InternalError", -EAGAIN, "a failure inside the server: retry later"},
     {"ServiceUnavailable", -EAGAIN, "the service is unavailable: retry later"},
+    {"NoSuchUpload", -EAGAIN, "the multipart upload was aborted or expired meanwhile: the next attempt starts another"},
+    {"RequestTimeTooSkewed", -EAGAIN, "set this machine's clock right (NTP); retried meanwhile"},
+    /* Permanent: only a change of configuration helps. */
     {"AccessDenied", -EACCES,
      "check that these credentials may write to the bucket (the key's policy and the "
      "bucket's)"},
@@ -617,8 +644,6 @@ static const struct code_rule code_rules[] = {
     {"TokenRefreshRequired", -EACCES, "renew the session token (AWS_SESSION_TOKEN)"},
     {"AccountProblem", -EACCES, "check the storage account"},
     {"NoSuchBucket", -ENOENT, "create the bucket or correct its name"},
-    {"NoSuchUpload", -ENOENT, "the multipart upload was aborted or expired meanwhile: upload again"},
-    {"RequestTimeTooSkewed", -EIO, "set this machine's clock right (NTP)"},
     {"PermanentRedirect", -EIO, "the bucket is in another region: correct the endpoint and region"},
     {"AuthorizationHeaderMalformed", -EIO, "correct the region, which must be the bucket's"},
     {"EntityTooLarge", -EIO, "choose a smaller part size"},
@@ -637,8 +662,8 @@ int s3_judge_response(long status, const char *body, size_t len, const char *wha
 		if (s3_xml_text(body, len, "Message", msg, sizeof(msg)) < 0)
 			msg[0] = '\0';
 	}
-	int e = -EIO;
-	const char *hint = "see the S3 error code";
+	int e = -EAGAIN;
+	const char *hint = "not known to be permanent: retry later";
 	const struct code_rule *rule = NULL;
 	for (size_t i = 0; code[0] && i < sizeof(code_rules) / sizeof(code_rules[0]); i++)
 		if (strcmp(code, code_rules[i].code) == 0)
@@ -647,7 +672,6 @@ int s3_judge_response(long status, const char *body, size_t len, const char *wha
 		e = rule->err;
 		hint = rule->hint;
 	} else if (status >= 500 || status == 429) {
-		e = -EAGAIN;
 		hint = "a temporary failure of the server: retry later";
 	} else if (status == 401 || status == 403) {
 		e = -EACCES;
@@ -655,8 +679,11 @@ int s3_judge_response(long status, const char *body, size_t len, const char *wha
 	} else if (status == 404) {
 		e = -ENOENT;
 		hint = "check the endpoint and the bucket name";
-	} else if (status >= 300 && status <= 399) {
+	} else if (status == 301) {
+		e = -EIO;
 		hint = "the bucket answers elsewhere: correct the endpoint, the region or the addressing style";
+	} else if (status >= 300 && status <= 399) {
+		hint = "a redirection, which is not followed: retry later";
 	}
 	text_escape_str(code, ecode, sizeof(ecode));
 	text_escape_str(msg, emsg, sizeof(emsg));
@@ -885,12 +912,18 @@ struct upload {
 	char ekey[160];  /* bucket/key escaped and cut, for sentences */
 	char region[65];
 	uint8_t *chunk; /* READ_CHUNK bytes, for hashing */
-	/* the response */
-	char body[BODY_MAX];
+	/* the answer, as far as it is read */
+	long status;
+	char body[S3_BODY_MAX];
 	size_t body_len;
-	int body_over;
+	int body_over;                 /* more than S3_BODY_MAX bytes came, or were announced */
+	size_t head_lines, head_bytes; /* of the whole exchange, interim answers included */
+	enum { HEAD_OK, HEAD_LINES, HEAD_BYTES } head_over;
+	long head_status; /* of the answer whose header lines are coming */
+	int head_done;    /* a final answer's header block has ended */
+	enum { ETAG_NONE, ETAG_SET, ETAG_LONG } etag_state;
 	char etag[S3_ETAG_MAX + 1];
-	int etag_bad; /* an ETag header too long for etag */
+	size_t etag_len; /* it may hold a NUL, which s3_etag_check refuses */
 	/* the request body when read from the file */
 	int fd;
 	uint64_t off, left;
@@ -901,8 +934,9 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
 	struct upload *u = ud;
 	size_t len = size * n;
-	if (len > BODY_MAX - u->body_len) {
-		/* More than any S3 document: stop reading (what came is judged). */
+	if (len > S3_BODY_MAX - u->body_len) {
+		/* More than any S3 document: stop reading (libcurl fails with
+		 * CURLE_WRITE_ERROR), and the request with it. */
 		u->body_over = 1;
 		return 0;
 	}
@@ -911,18 +945,53 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
+/* The status of a status line ("HTTP/1.1 200 OK"), 0 when it has none. */
+static long status_of(const char *p, size_t len)
+{
+	const char *sp = memchr(p, ' ', len);
+	long status = 0;
+	if (!sp || (size_t)(sp - p) + 4 > len)
+		return 0;
+	for (int i = 1; i <= 3; i++) {
+		if (sp[i] < '0' || sp[i] > '9')
+			return 0;
+		status = status * 10 + (sp[i] - '0');
+	}
+	return status;
+}
+
+/* libcurl hands over each header line whole, status lines included, up to
+ * its own limit of 100 KiB a line (beyond it, it fails the transfer). */
 static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
 	struct upload *u = ud;
 	size_t len = size * n;
-	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) { /* a new response (after 100 Continue) */
+	u->head_lines++;
+	u->head_bytes += len;
+	if (u->head_lines > S3_HEADER_LINES_MAX || u->head_bytes > S3_HEADER_BYTES_MAX) {
+		u->head_over = u->head_lines > S3_HEADER_LINES_MAX ? HEAD_LINES : HEAD_BYTES;
+		return 0; /* libcurl stops: CURLE_WRITE_ERROR */
+	}
+	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) { /* a new answer (after 100 Continue) */
+		u->head_status = status_of(p, len);
+		u->etag_state = ETAG_NONE;
 		u->etag[0] = '\0';
-		u->etag_bad = 0;
+		u->etag_len = 0;
+		return len;
+	}
+	if (len == 0 || p[0] == '\r' || p[0] == '\n') { /* the blank line that ends a header block */
+		if (u->head_status >= 200)
+			u->head_done = 1;
+		return len;
 	}
 	int r = s3_header_value(p, len, "ETag", u->etag, sizeof(u->etag));
-	if (r == -E2BIG) {
+	if (r >= 0) {
+		u->etag_state = ETAG_SET;
+		u->etag_len = (size_t)r;
+	} else if (r == -E2BIG) {
+		u->etag_state = ETAG_LONG;
 		u->etag[0] = '\0';
-		u->etag_bad = 1;
+		u->etag_len = 0;
 	}
 	return len;
 }
@@ -975,32 +1044,30 @@ static int hash_range(struct upload *u, uint64_t off, uint64_t len, char hex[SHA
 	return 0;
 }
 
-/* libcurl failures worth retrying: the network, the server gone, a timeout. */
-static int curl_retryable(CURLcode rc)
+int s3_transport_verdict(int curl_code)
 {
-	switch (rc) {
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_HTTP2:
-	case CURLE_HTTP2_STREAM:
-	case CURLE_HTTP3:
-	case CURLE_AGAIN:
-		return 1;
-	default:
+	switch ((CURLcode)curl_code) {
+	case CURLE_OK:
 		return 0;
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_URL_MALFORMAT:
+	case CURLE_NOT_BUILT_IN:
+	case CURLE_BAD_FUNCTION_ARGUMENT:
+	case CURLE_UNKNOWN_OPTION:
+		return -EINVAL;
+	default:
+		return -EAGAIN;
 	}
 }
 
 /* One request. body: NULL to send part of the file (u->fd from off, len
- * bytes), else len bytes at body. Returns 0 with the response in u, or
+ * bytes), else len bytes at body. Returns 0 with the answer in u, or
  * -errno with a sentence. */
+enum etag_need {
+	ETAG_IGNORED,  /* whatever the answer's ETag header, it is not used */
+	ETAG_OPTIONAL, /* a PUT: checked when given */
+	ETAG_REQUIRED, /* a part: CompleteMultipartUpload names it */
+};
 struct request {
 	const char *method; /* PUT, POST, DELETE */
 	const char *what;   /* for sentences: "PUT of" ... */
@@ -1009,7 +1076,90 @@ struct request {
 	const char *content_type; /* NULL: none sent */
 	const char *body;
 	uint64_t off, len;
+	enum etag_need etag;
 };
+
+/* Judges what came back for a request: libcurl's code rc (with its error
+ * text cerr), the bounds the callbacks kept, the status and the body, and the
+ * ETag when q needs one. An answer past a bound or malformed is a failed
+ * attempt, retryable. Returns 0, or -errno with a sentence. */
+static int answer_judge(struct upload *u, const struct request *q, CURLcode rc, const char *cerr, const char *what,
+                        char *err, size_t errlen)
+{
+	u->status = 0;
+	curl_easy_getinfo(u->curl, CURLINFO_RESPONSE_CODE, &u->status);
+	if (rc == CURLE_ABORTED_BY_CALLBACK || u->read_err) {
+		int e = u->read_err ? u->read_err : -EIO;
+		seterr(err, errlen, "s3: reading the file for the %s failed: %s", what,
+		       e == -ENODATA ? "it ended early (was it truncated?)" : strerror(-e));
+		return e == -ENODATA ? -EIO : e;
+	}
+	if (u->head_over == HEAD_LINES) {
+		seterr(err, errlen,
+		       "s3: %s failed: HTTP %ld with more than %d header lines, more than any S3 answer has "
+		       "(retry later)",
+		       what, u->status, S3_HEADER_LINES_MAX);
+		return -EAGAIN;
+	}
+	if (u->head_over == HEAD_BYTES) {
+		seterr(err, errlen,
+		       "s3: %s failed: HTTP %ld with more than %d bytes of header lines, more than any S3 "
+		       "answer has (retry later)",
+		       what, u->status, S3_HEADER_BYTES_MAX);
+		return -EAGAIN;
+	}
+	if (u->body_over || rc == CURLE_FILESIZE_EXCEEDED) {
+		seterr(err, errlen,
+		       "s3: %s failed: HTTP %ld with a body longer than %d bytes, more than any S3 answer "
+		       "has: not read further (retry later)",
+		       what, u->status, S3_BODY_MAX);
+		return -EAGAIN;
+	}
+	if (rc != CURLE_OK) {
+		char ecerr[CURL_ERROR_SIZE * 2];
+		text_escape_str(cerr[0] ? cerr : curl_easy_strerror(rc), ecerr, sizeof(ecerr));
+#if LIBCURL_VERSION_NUM >= 0x080600
+		int too_large = rc == CURLE_TOO_LARGE;
+#else
+		int too_large = 0;
+#endif
+		/* libcurl 7.x fails a header line over its 100 KiB with
+		 * CURLE_OUT_OF_MEMORY (8.6 on with CURLE_TOO_LARGE): said as what
+		 * it most likely is while an answer's header block is coming. */
+		if ((rc == CURLE_OUT_OF_MEMORY || too_large) && !u->head_done) {
+			seterr(err, errlen,
+			       "s3: %s failed: the answer's header lines exceed a limit of libcurl's (a line of "
+			       "more than 100 KiB), or libcurl ran out of memory: %s (retry later)",
+			       what, ecerr);
+			return -EAGAIN;
+		}
+		int v = s3_transport_verdict(rc);
+		seterr(err, errlen, "s3: %s failed: %s%s", what, ecerr, v == -EAGAIN ? " (retry later)" : "");
+		return v;
+	}
+	int r = s3_judge_response(u->status, u->body, u->body_len, what, err, errlen);
+	if (r < 0 || q->etag == ETAG_IGNORED)
+		return r;
+	if (u->etag_state == ETAG_NONE) {
+		if (q->etag == ETAG_OPTIONAL)
+			return 0;
+		seterr(err, errlen, "s3: %s failed: HTTP %ld with no ETag (retry later)", what, u->status);
+		return -EAGAIN;
+	}
+	if (u->etag_state == ETAG_LONG) {
+		seterr(err, errlen, "s3: %s failed: HTTP %ld with an ETag longer than %d bytes (retry later)", what,
+		       u->status, S3_ETAG_MAX);
+		return -EAGAIN;
+	}
+	if (s3_etag_check(u->etag, u->etag_len) < 0) {
+		char eetag[4 * S3_ETAG_MAX + 1];
+		text_escape(u->etag, u->etag_len, eetag, sizeof(eetag));
+		seterr(err, errlen, "s3: %s failed: HTTP %ld with an ETag outside its grammar: %s (retry later)", what,
+		       u->status, eetag);
+		return -EAGAIN;
+	}
+	return 0;
+}
 
 static int request(struct upload *u, const struct request *q, char *err, size_t errlen)
 {
@@ -1108,6 +1258,8 @@ static int request(struct upload *u, const struct request *q, char *err, size_t 
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, u);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, u);
+	/* A Content-Length past the bound fails at once, without reading. */
+	curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)S3_BODY_MAX);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
 	                 u->c->connect_timeout_ms > 0 ? u->c->connect_timeout_ms : 10000L);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
@@ -1129,51 +1281,35 @@ static int request(struct upload *u, const struct request *q, char *err, size_t 
 	}
 	u->body_len = 0;
 	u->body_over = 0;
+	u->head_lines = u->head_bytes = 0;
+	u->head_over = HEAD_OK;
+	u->head_status = 0;
+	u->head_done = 0;
+	u->etag_state = ETAG_NONE;
 	u->etag[0] = '\0';
-	u->etag_bad = 0;
+	u->etag_len = 0;
 	u->off = q->off;
 	u->left = q->body ? 0 : q->len;
 	u->read_err = 0;
 
 	CURLcode rc = curl_easy_perform(c);
 	curl_slist_free_all(hl);
-	long status = 0;
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	if (rc == CURLE_ABORTED_BY_CALLBACK || u->read_err) {
-		int e = u->read_err ? u->read_err : -EIO;
-		seterr(err, errlen, "s3: reading the file for the %s failed: %s", what,
-		       e == -ENODATA ? "it ended early (was it truncated?)" : strerror(-e));
-		return e == -ENODATA ? -EIO : e;
-	}
-	if (rc != CURLE_OK && !(rc == CURLE_WRITE_ERROR && u->body_over)) {
-		char ecerr[CURL_ERROR_SIZE * 2];
-		text_escape_str(cerr[0] ? cerr : curl_easy_strerror(rc), ecerr, sizeof(ecerr));
-		if (curl_retryable(rc)) {
-			seterr(err, errlen, "s3: %s failed: %s (retry later)", what, ecerr);
-			return -EAGAIN;
-		}
-		seterr(err, errlen, "s3: %s failed: %s", what, ecerr);
-		return -EIO;
-	}
-	return s3_judge_response(status, u->body, u->body_len, what, err, errlen);
-}
-
-static int etag_ok(const char *etag)
-{
-	for (const char *p = etag; *p; p++)
-		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f || *p == '<' || *p == '&')
-			return 0;
-	return etag[0] != '\0';
+	return answer_judge(u, q, rc, cerr, what, err, errlen);
 }
 
 static int put_single(struct upload *u, uint64_t size, const char *content_type, char *err, size_t errlen)
 {
-	struct request q = {.method = "PUT", .what = "PUT of", .content_type = content_type, .off = 0, .len = size};
+	struct request q = {.method = "PUT",
+	                    .what = "PUT of",
+	                    .content_type = content_type,
+	                    .off = 0,
+	                    .len = size,
+	                    .etag = ETAG_OPTIONAL};
 	return request(u, &q, err, errlen);
 }
 
 /* The CompleteMultipartUpload document: its parts in order with their ETags
- * (checked by etag_ok: nothing to escape). */
+ * (checked by s3_etag_check: nothing to escape). */
 static char *complete_xml(char (*etags)[S3_ETAG_MAX + 1], unsigned nparts, size_t *ret_len)
 {
 	size_t cap = 128 + (size_t)nparts * (64 + S3_ETAG_MAX), len = 0;
@@ -1207,9 +1343,11 @@ static int put_multipart(struct upload *u, uint64_t size, uint64_t part, const c
 		return r;
 	if (s3_xml_text(u->body, u->body_len, "UploadId", upload_id, sizeof(upload_id)) < 0 ||
 	    !printable_token(upload_id, sizeof(upload_id) - 2)) {
-		seterr(err, errlen, "s3: CreateMultipartUpload for %s failed: the answer holds no usable UploadId",
-		       u->ekey);
-		return -EIO;
+		seterr(err, errlen,
+		       "s3: CreateMultipartUpload for %s failed: HTTP %ld, the answer holds no usable UploadId "
+		       "(retry later)",
+		       u->ekey, u->status);
+		return -EAGAIN;
 	}
 	char(*etags)[S3_ETAG_MAX + 1] = calloc(nparts, sizeof(*etags));
 	if (!etags) {
@@ -1228,18 +1366,11 @@ static int put_multipart(struct upload *u, uint64_t size, uint64_t part, const c
 		                     .query = part_q,
 		                     .nquery = 2,
 		                     .off = off,
-		                     .len = size - off < part ? size - off : part};
+		                     .len = size - off < part ? size - off : part,
+		                     .etag = ETAG_REQUIRED};
 		r = request(u, &pq, err, errlen);
 		if (r < 0)
 			goto abort;
-		if (!etag_ok(u->etag)) {
-			seterr(err, errlen, "s3: UploadPart %u of %s failed: the server gave %s ETag", i + 1, u->ekey,
-			       u->etag_bad  ? "too long an"
-			       : u->etag[0] ? "an unusable"
-			                    : "no");
-			r = -EIO;
-			goto abort;
-		}
 		memcpy(etags[i], u->etag, sizeof(u->etag));
 	}
 	size_t xl;
@@ -1261,9 +1392,38 @@ static int put_multipart(struct upload *u, uint64_t size, uint64_t part, const c
 	free(xml);
 	if (r < 0)
 		goto abort;
+	/* A 200 may come before the work is done, the verdict in the body
+	 * (an <Error>, judged above, or the result): no result, no upload. */
+	if (!memfind(u->body, u->body_len, "<CompleteMultipartUploadResult", 30)) {
+		seterr(err, errlen,
+		       "s3: CompleteMultipartUpload of %s failed: HTTP %ld without a CompleteMultipartUploadResult "
+		       "(retry later)",
+		       u->ekey, u->status);
+		r = -EAGAIN;
+		goto abort;
+	}
+	/* Room for far more than an ETag may have: cut (on a character
+	 * boundary) only when it is far too long, and then still seen so. */
+	char etag[4 * S3_ETAG_MAX];
+	int x = s3_xml_text(u->body, u->body_len, "ETag", etag, sizeof(etag));
+	if (x == -ENOENT) {
+		etag[0] = '\0';
+	} else if (x < 0 || s3_etag_check(etag, strlen(etag)) < 0) {
+		char why[4 * sizeof(etag) + 32], eetag[4 * sizeof(etag)];
+		if (x == 0 && strlen(etag) > S3_ETAG_MAX)
+			snprintf(why, sizeof(why), "longer than %d bytes", S3_ETAG_MAX);
+		else
+			snprintf(why, sizeof(why), "outside its grammar: %s",
+			         text_escape_str(etag, eetag, sizeof(eetag)));
+		seterr(err, errlen,
+		       "s3: CompleteMultipartUpload of %s failed: HTTP %ld with an ETag %s in its "
+		       "CompleteMultipartUploadResult (retry later)",
+		       u->ekey, u->status, why);
+		r = -EAGAIN;
+		goto abort;
+	}
 	if (out) {
-		if (s3_xml_text(u->body, u->body_len, "ETag", out->etag, sizeof(out->etag)) < 0)
-			out->etag[0] = '\0';
+		snprintf(out->etag, sizeof(out->etag), "%s", etag);
 		out->parts = nparts;
 	}
 	free(etags);

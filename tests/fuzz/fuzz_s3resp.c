@@ -1,9 +1,11 @@
 /* Fuzz target: what s3.c reads of a server's answer, which a hostile or
  * broken endpoint chooses: the bounded XML field extraction (s3_xml_text),
- * a header line (s3_header_value) and the verdict with its sentence
- * (s3_judge_response). Checked: every output is NUL-terminated within its
- * buffer, the sentence is one line without control characters, and the
- * verdict is one of the documented ones. */
+ * a header line (s3_header_value), the ETag grammar (s3_etag_check) and the
+ * verdict with its sentence (s3_judge_response). Checked: every output is
+ * NUL-terminated within its buffer, a header value's length is what was
+ * copied, an ETag taken holds only bytes that are safe inside XML, the
+ * sentence is one line without control characters, and each verdict is one
+ * of the documented ones. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,10 +34,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	memset(out, 0x55, sizeof(out));
 	int h = s3_header_value(body, size, "ETag", out, sizeof(out));
-	if (h != 0 && h != -ENOENT && h != -E2BIG)
+	if (h < 0 && h != -ENOENT && h != -E2BIG)
 		abort();
-	if (h == 0 && !memchr(out, '\0', sizeof(out)))
+	if (h >= 0 && ((size_t)h >= sizeof(out) || out[h] != '\0'))
 		abort();
+	/* The ETag check, on the value when there is one, else on the input. */
+	const char *tag = h >= 0 ? out : body;
+	size_t tag_len = h >= 0 ? (size_t)h : size;
+	int e = s3_etag_check(tag, tag_len);
+	if (e != 0 && e != -E2BIG && e != -EBADMSG)
+		abort();
+	if (e == 0) {
+		if (tag_len == 0 || tag_len > S3_ETAG_MAX)
+			abort();
+		size_t a = tag[0] == '"' ? 1 : 0, z = tag_len - a; /* quoted: both ends */
+		if (a && (tag_len < 3 || tag[z] != '"'))
+			abort();
+		for (size_t i = a; i < z; i++)
+			if ((unsigned char)tag[i] <= 0x20 || (unsigned char)tag[i] >= 0x7f || tag[i] == '"' ||
+			    tag[i] == '<' || tag[i] == '>' || tag[i] == '&')
+				abort();
+	}
 	long status = statuses[size % (sizeof(statuses) / sizeof(statuses[0]))];
 	memset(err, 0x55, sizeof(err));
 	err[0] = '\0';

@@ -2,12 +2,14 @@
  * examples for S3 (GET Object with a Range, PUT Object, GET Bucket lifecycle,
  * List Objects), key encoding, URL building (path-style, virtual-hosted),
  * part sizes, the bounded XML and header extraction with normal, truncated
- * and hostile input, the classification of errors, and the credentials
- * loader's refusals. */
+ * and hostile input, the ETag grammar, the classification of errors (by S3
+ * code, HTTP status and libcurl code), and the credentials loader's
+ * refusals. */
 #include "dumpwatch/s3.h"
 
 #include "dumpwatch/sha256.h"
 
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -276,13 +278,51 @@ static void test_xml(void)
 	/* ETag header lines. */
 	char etag[S3_ETAG_MAX + 1];
 	const char *h1 = "ETag: \"9b2cf535f27731c974343645a3985328\"\r\n";
-	CHECK(s3_header_value(h1, strlen(h1), "ETag", etag, sizeof(etag)) == 0);
+	CHECK(s3_header_value(h1, strlen(h1), "ETag", etag, sizeof(etag)) == 34);
 	CHECK_STR(etag, "\"9b2cf535f27731c974343645a3985328\"");
-	CHECK(s3_header_value("etag:x\r\n", 8, "ETag", etag, sizeof(etag)) == 0);
+	CHECK(s3_header_value("etag:x\r\n", 8, "ETag", etag, sizeof(etag)) == 1);
 	CHECK_STR(etag, "x");
 	CHECK(s3_header_value("ETagX: y\r\n", 10, "ETag", etag, sizeof(etag)) == -ENOENT);
 	CHECK(s3_header_value("ETag", 4, "ETag", etag, sizeof(etag)) == -ENOENT);
 	CHECK(s3_header_value("ETag: 0123456789\r\n", 18, "ETag", etag, 8) == -E2BIG);
+	/* A NUL inside is kept, and the length tells it. */
+	CHECK(s3_header_value("ETag: \"a\0b\"\r\n", 13, "ETag", etag, sizeof(etag)) == 5);
+	CHECK(memcmp(etag, "\"a\0b\"", 6) == 0);
+	CHECK(s3_header_value("ETag:\r\n", 7, "ETag", etag, sizeof(etag)) == 0);
+}
+
+static void test_etag(void)
+{
+	const char *good[] = {
+	    "\"9b2cf535f27731c974343645a3985328\"",    /* a PUT's: the MD5 in hex */
+	    "\"d41d8cd98f00b204e9800998ecf8427e-38\"", /* a multipart upload's */
+	    "9b2cf535f27731c974343645a3985328",        /* without the quotes */
+	    "\"!#$%'()*+,-./:;=?@[\\]^_`{|}~\"",       /* every other etagc byte of ASCII */
+	    "W/x",                                     /* a bare token that only looks weak */
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		CHECK_MSG(s3_etag_check(good[i], strlen(good[i])) == 0, "%s", good[i]);
+	const char *bad[] = {
+	    "",         "\"\"",          "\"",        "\"a",          "a\"",     "\"a\"b\"", "W/\"a\"", "\"a b\"",
+	    "\"a\tb\"", "\"a\x1b[31m\"", "\"a\x7f\"", "\"\xc3\xa9\"", "\"a<b\"", "\"a>b\"",  "\"a&b\"", "\"a\r\n\"",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK_MSG(s3_etag_check(bad[i], strlen(bad[i])) == -EBADMSG, "%s", bad[i]);
+	CHECK(s3_etag_check("\"a\0b\"", 5) == -EBADMSG);
+
+	/* S3_ETAG_MAX bytes, quotes included, and one more. */
+	char long_etag[S3_ETAG_MAX + 2];
+	memset(long_etag, 'a', sizeof(long_etag));
+	long_etag[0] = '"';
+	long_etag[S3_ETAG_MAX - 1] = '"';
+	CHECK(s3_etag_check(long_etag, S3_ETAG_MAX) == 0);
+	long_etag[S3_ETAG_MAX - 1] = 'a';
+	long_etag[S3_ETAG_MAX] = '"';
+	CHECK(s3_etag_check(long_etag, S3_ETAG_MAX + 1) == -E2BIG);
+	char *huge = malloc(200000);
+	memset(huge, 'a', 200000);
+	CHECK(s3_etag_check(huge, 200000) == -E2BIG);
+	free(huge);
 }
 
 static void test_judge(void)
@@ -300,11 +340,36 @@ static void test_judge(void)
 		const char *code;
 		int want;
 	} cases[] = {
-	    {503, "SlowDown", -EAGAIN},           {400, "RequestTimeout", -EAGAIN},
-	    {500, "InternalError", -EAGAIN},      {403, "AccessDenied", -EACCES},
-	    {403, "InvalidAccessKeyId", -EACCES}, {403, "SignatureDoesNotMatch", -EACCES},
-	    {400, "ExpiredToken", -EACCES},       {400, "InvalidArgument", -EIO},
-	    {503, "Whatever", -EAGAIN},           {200, "InternalError", -EAGAIN}, /* CompleteMultipartUpload's 200 */
+	    /* Retried: the server's state, or ours, changes meanwhile. */
+	    {503, "SlowDown", -EAGAIN},
+	    {400, "RequestTimeout", -EAGAIN},
+	    {500, "InternalError", -EAGAIN},
+	    {503, "ServiceUnavailable", -EAGAIN},
+	    {503, "Whatever", -EAGAIN},
+	    {200, "InternalError", -EAGAIN}, /* CompleteMultipartUpload's 200 */
+	    {404, "NoSuchUpload", -EAGAIN},  /* the next attempt starts another */
+	    {403, "RequestTimeTooSkewed", -EAGAIN},
+	    /* Codes not known, at a status that does not say "for good". */
+	    {400, "InvalidArgument", -EAGAIN},
+	    {400, "XAmzContentSHA256Mismatch", -EAGAIN},
+	    {400, "IncompleteBody", -EAGAIN},
+	    {409, "OperationAborted", -EAGAIN},
+	    {200, "Whatever", -EAGAIN},
+	    /* Permanent: only a change of configuration helps. */
+	    {403, "AccessDenied", -EACCES},
+	    {403, "InvalidAccessKeyId", -EACCES},
+	    {403, "SignatureDoesNotMatch", -EACCES},
+	    {400, "ExpiredToken", -EACCES},
+	    {400, "InvalidToken", -EACCES},
+	    {200, "AccessDenied", -EACCES},
+	    {404, "NoSuchBucket", -ENOENT},
+	    {301, "PermanentRedirect", -EIO},
+	    {400, "AuthorizationHeaderMalformed", -EIO},
+	    {400, "EntityTooSmall", -EIO},
+	    {400, "EntityTooLarge", -EIO},
+	    /* An unknown code at a status that says so. */
+	    {403, "AllAccessDisabled", -EACCES},
+	    {404, "Whatever", -ENOENT},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char body[256];
@@ -323,9 +388,21 @@ static void test_judge(void)
 	CHECK(strstr(err, "HTTP 500 with no S3 error code") != NULL);
 	CHECK(s3_judge_response(429, "slow down", 9, what, err, sizeof(err)) == -EAGAIN);
 	CHECK(s3_judge_response(403, "<html>", 6, what, err, sizeof(err)) == -EACCES);
+	CHECK(s3_judge_response(401, NULL, 0, what, err, sizeof(err)) == -EACCES);
 	CHECK(s3_judge_response(404, NULL, 0, what, err, sizeof(err)) == -ENOENT);
 	CHECK(s3_judge_response(301, NULL, 0, what, err, sizeof(err)) == -EIO);
-	CHECK(s3_judge_response(400, "<Error><Code>Bad", 16, what, err, sizeof(err)) == -EIO);
+	CHECK(strstr(err, "correct the endpoint") != NULL);
+	/* Whatever else a server answers is tried again: it may mean anything. */
+	CHECK(s3_judge_response(307, NULL, 0, what, err, sizeof(err)) == -EAGAIN);
+	CHECK(strstr(err, "retry later") != NULL);
+	CHECK(s3_judge_response(302, NULL, 0, what, err, sizeof(err)) == -EAGAIN);
+	CHECK(s3_judge_response(400, NULL, 0, what, err, sizeof(err)) == -EAGAIN);
+	CHECK(s3_judge_response(400, "<Error><Code>Bad", 16, what, err, sizeof(err)) == -EAGAIN);
+	CHECK(s3_judge_response(418, NULL, 0, what, err, sizeof(err)) == -EAGAIN);
+	CHECK(s3_judge_response(100, NULL, 0, what, err, sizeof(err)) == -EAGAIN);
+	CHECK(s3_judge_response(0, NULL, 0, what, err, sizeof(err)) == -EAGAIN);
+	CHECK(s3_judge_response(999, NULL, 0, what, err, sizeof(err)) == -EAGAIN);
+	CHECK(s3_judge_response(200, "<Error>", 7, what, err, sizeof(err)) == -EAGAIN);
 
 	/* Hostile: a message forging a log line with a newline, escapes and a
 	 * reference to a newline; a code and message of megabytes. The
@@ -349,6 +426,37 @@ static void test_judge(void)
 	CHECK(s3_judge_response(500, huge, big, what, err, sizeof(err)) == -EAGAIN);
 	CHECK(strlen(err) < 64 + 96 + 384 && strlen(err) > 100);
 	free(huge);
+}
+
+/* A transfer libcurl failed: retried unless the request cannot be made here
+ * at all. CURLE_OUT_OF_MEMORY is also what libcurl 7.x says of a header line
+ * over 100 KiB (a server's 200 KB ETag): retried like the rest. */
+static void test_transport(void)
+{
+	CHECK(s3_transport_verdict(CURLE_OK) == 0);
+	const CURLcode again[] = {CURLE_OUT_OF_MEMORY,
+	                          CURLE_COULDNT_CONNECT,
+	                          CURLE_COULDNT_RESOLVE_HOST,
+	                          CURLE_OPERATION_TIMEDOUT,
+	                          CURLE_RECV_ERROR,
+	                          CURLE_SEND_ERROR,
+	                          CURLE_GOT_NOTHING,
+	                          CURLE_PARTIAL_FILE,
+	                          CURLE_WEIRD_SERVER_REPLY,
+	                          CURLE_UNSUPPORTED_PROTOCOL + 1000, /* a code this libcurl does not have */
+	                          CURLE_WRITE_ERROR,
+	                          CURLE_FILESIZE_EXCEEDED,
+	                          CURLE_BAD_CONTENT_ENCODING,
+	                          CURLE_SSL_CONNECT_ERROR,
+	                          CURLE_PEER_FAILED_VERIFICATION,
+	                          CURLE_HTTP2_STREAM,
+	                          CURLE_AGAIN};
+	for (size_t i = 0; i < sizeof(again) / sizeof(again[0]); i++)
+		CHECK_MSG(s3_transport_verdict(again[i]) == -EAGAIN, "CURLcode %d", (int)again[i]);
+	const CURLcode never[] = {CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_NOT_BUILT_IN,
+	                          CURLE_BAD_FUNCTION_ARGUMENT, CURLE_UNKNOWN_OPTION};
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++)
+		CHECK_MSG(s3_transport_verdict(never[i]) == -EINVAL, "CURLcode %d", (int)never[i]);
 }
 
 static char tmpdir[64];
@@ -460,7 +568,9 @@ int main(void)
 	test_urls();
 	test_part_size();
 	test_xml();
+	test_etag();
 	test_judge();
+	test_transport();
 	test_credentials();
 	return check_done();
 }
