@@ -90,10 +90,15 @@ int context_relative_url(const char *from_dir, const char *to_dir, char *out, si
  * (other JSON is skipped silently, a broken context with a warning), at most
  * CONTEXT_REPORT_MAX, and writes the page to out_path (NULL: DIR/index.html)
  * atomically: a new file beside it (O_EXCL, O_NOFOLLOW, mode 0644), fsync,
- * rename over it. On success prints "wrote PATH: N dumps (S skipped, F
- * failed)" to summary, N counting every context shown. Returns 0, or -errno
- * with a one-line sentence in err: of opening dir (-ENOENT, -ENOTDIR,
- * -EACCES...) or of writing the page. */
+ * rename over it. dir (and out_path's directory) is opened once, not when it
+ * is a symbolic link (trailing slashes ignored), and everything is read and
+ * written through that descriptor: a directory swapped for a link meanwhile is
+ * never followed. On success prints "wrote PATH: N dumps (S skipped, F
+ * failed)" to summary, PATH the page in the directory written by its real
+ * path then, N counting every context shown. Returns 0, or -errno with a
+ * one-line sentence in err: of opening dir (-ENOENT, -ENOTDIR, -EACCES,
+ * -ELOOP for a link...), -EISDIR when out_path names no file, or of writing
+ * the page. */
 int context_report(const char *dir, const char *out_path, FILE *summary, char *err, size_t errlen);
 
 #endif

@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <langinfo.h>
-#include <libgen.h>
 #include <limits.h>
 #include <locale.h>
 #include <math.h>
@@ -1292,26 +1291,76 @@ static int scan_dir(int dirfd, const char *dir_shown, struct entry **ret, size_t
 	return (int)n;
 }
 
-/* The page's relative prefix from the page's directory to dir ("" when the
- * page is in dir). */
-static void link_prefix(const char *dir, const char *page, char *out, size_t outlen)
+/* The path of the directory open at dirfd as the kernel has it now
+ * (/proc/self/fd), which is where a file written through dirfd lands whatever
+ * became of the name it was opened by; fallback when /proc cannot say. */
+static void fd_path(int dirfd, const char *fallback, char *out, size_t outlen)
 {
-	char from[PATH_MAX], to[PATH_MAX], pcopy[PATH_MAX];
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+	n = readlink(link, out, outlen - 1);
+	if (n <= 0 || (size_t)n >= outlen - 1 || out[0] != '/') {
+		snprintf(out, outlen, "%s", fallback);
+		return;
+	}
+	out[n] = '\0';
+}
+
+/* Opens the directory path for the report, once: every context is read and
+ * the page written through this descriptor, so a directory swapped for a link
+ * while the report runs is never followed. The last component must not be a
+ * symbolic link (trailing slashes do not count, or "DIR/" would follow it): a
+ * link there is what an owner of DIR would put in its place to send root's
+ * page elsewhere. Returns the descriptor, or -errno (-ELOOP: a link) with a
+ * sentence naming shown. */
+static int open_dir(const char *path, const char *shown, char *err, size_t errlen)
+{
+	char p[PATH_MAX];
+	size_t len;
+	struct stat st;
+	int fd, e;
+
+	if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p)) {
+		snprintf(err, errlen, "%s: the name is too long", shown);
+		return -ENAMETOOLONG;
+	}
+	len = strlen(p);
+	while (len > 1 && p[len - 1] == '/')
+		p[--len] = '\0';
+	fd = open(len ? p : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	e = errno;
+	/* O_DIRECTORY | O_NOFOLLOW on a link fails with ENOTDIR. */
+	if ((e == ENOTDIR || e == ELOOP) && lstat(p, &st) == 0 && S_ISLNK(st.st_mode)) {
+		snprintf(err, errlen, "%s: a symbolic link, not followed (name the directory it leads to)", shown);
+		return -ELOOP;
+	}
+	snprintf(err, errlen, "%s: %s", shown, strerror(e));
+	return -e;
+}
+
+/* The page's relative prefix from the page's directory (real path from) to
+ * the contexts' (to); "" when they are one directory. */
+static void link_prefix(int dirfd, int outfd, const char *from, const char *to, char *out, size_t outlen)
+{
+	struct stat a, b;
 
 	out[0] = '\0';
-	snprintf(pcopy, sizeof(pcopy), "%s", page);
-	if (!realpath(dir, to) || !realpath(dirname(pcopy), from) || context_relative_url(from, to, out, outlen) < 0)
+	if (fstat(dirfd, &a) == 0 && fstat(outfd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return;
+	if (from[0] != '/' || to[0] != '/' || context_relative_url(from, to, out, outlen) < 0)
 		out[0] = '\0';
 }
 
+/* dir: the directory's real path, as the reader of a printed page can find
+ * it again. */
 static void html_page(FILE *out, int dirfd, const char *dir, const struct entry *ents, size_t n, const size_t counts[4],
                       const char *prefix)
 {
-	char now[64], real[PATH_MAX];
-
-	/* The directory as the reader of a printed page can find it again. */
-	if (realpath(dir, real))
-		dir = real;
+	char now[64];
 
 	/* Also well-formed XML (void elements closed with "/>"), so XML tools
 	 * can check the page. */
@@ -1350,57 +1399,89 @@ static void html_page(FILE *out, int dirfd, const char *dir, const struct entry 
 
 int context_report(const char *dir, const char *out_path, FILE *summary, char *err, size_t errlen)
 {
-	char dir_shown[PATH_MAX], page[PATH_MAX], page_shown[PATH_MAX], prefix[PATH_MAX * 3];
-	size_t counts[4] = {0, 0, 0, 0}, dlen = strlen(dir), html_len = 0;
+	char dir_shown[PATH_MAX], out_dir[PATH_MAX], page_shown[PATH_MAX * 2], prefix[PATH_MAX * 3];
+	char real_dir[PATH_MAX], real_out[PATH_MAX], real_shown[PATH_MAX * 2];
+	size_t counts[4] = {0, 0, 0, 0}, html_len = 0;
+	const char *page_name = "index.html";
 	struct entry *ents = NULL;
 	char *html = NULL;
-	int dirfd, n, e = 0;
+	int dirfd, outfd, n, e = 0;
 	FILE *f;
 
 	text_escape_str(dir, dir_shown, sizeof(dir_shown));
-	if (out_path)
-		snprintf(page, sizeof(page), "%s", out_path);
-	else if (snprintf(page, sizeof(page), "%s%sindex.html", dir, dlen && dir[dlen - 1] == '/' ? "" : "/") >=
-	         (int)sizeof(page)) {
-		snprintf(err, errlen, "%s: the name is too long", dir_shown);
-		return -ENAMETOOLONG;
-	}
-	text_escape_str(page, page_shown, sizeof(page_shown));
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		e = errno;
-		snprintf(err, errlen, "%s: %s", dir_shown, strerror(e));
-		return -e;
+	dirfd = open_dir(dir, dir_shown, err, errlen);
+	if (dirfd < 0)
+		return dirfd;
+	/* Warnings name the directory opened, whatever its name becomes. */
+	fd_path(dirfd, dir, real_dir, sizeof(real_dir));
+	text_escape_str(real_dir, dir_shown, sizeof(dir_shown));
+	outfd = dirfd;
+	if (out_path) {
+		const char *slash = strrchr(out_path, '/');
+		char out_shown[PATH_MAX];
+
+		text_escape_str(out_path, out_shown, sizeof(out_shown));
+		page_name = slash ? slash + 1 : out_path;
+		if (!*page_name || strcmp(page_name, ".") == 0 || strcmp(page_name, "..") == 0) {
+			snprintf(err, errlen, "%s: not a file name", out_shown);
+			close(dirfd);
+			return -EISDIR;
+		}
+		if (!slash)
+			snprintf(out_dir, sizeof(out_dir), ".");
+		else if (slash == out_path)
+			snprintf(out_dir, sizeof(out_dir), "/");
+		else if ((size_t)(slash - out_path) >= sizeof(out_dir)) {
+			snprintf(err, errlen, "%s: the name is too long", out_shown);
+			close(dirfd);
+			return -ENAMETOOLONG;
+		} else
+			snprintf(out_dir, sizeof(out_dir), "%.*s", (int)(slash - out_path), out_path);
+		text_escape_str(out_dir, real_shown, sizeof(real_shown));
+		outfd = open_dir(out_dir, real_shown, err, errlen);
+		if (outfd < 0) {
+			close(dirfd);
+			return outfd;
+		}
 	}
 	n = scan_dir(dirfd, dir_shown, &ents, counts, err, errlen);
 	if (n < 0) {
-		close(dirfd);
-		return n;
+		e = -n;
+		n = 0;
+		goto out;
 	}
-	link_prefix(dir, page, prefix, sizeof(prefix));
+	fd_path(dirfd, dir, real_dir, sizeof(real_dir));
+	fd_path(outfd, out_path ? out_dir : dir, real_out, sizeof(real_out));
+	link_prefix(dirfd, outfd, real_out, real_dir, prefix, sizeof(prefix));
 	/* Built in memory, then written whole beside where it goes: a reader
 	 * of the page never sees half of it. */
 	f = open_memstream(&html, &html_len);
 	if (!f) {
 		e = errno;
 	} else {
-		html_page(f, dirfd, dir, ents, (size_t)n, counts, prefix);
+		html_page(f, dirfd, real_dir, ents, (size_t)n, counts, prefix);
 		if (fclose(f) != 0)
 			e = errno ? errno : ENOMEM;
 	}
 	if (!e)
-		e = -fds_write_path(page, html, html_len, 0644, 0);
+		e = -fds_write_file(outfd, page_name, html, html_len, 0644, 0);
 	free(html);
+	/* Named as the directory written is called now, not as it was given. */
+	fd_path(outfd, out_path ? out_dir : dir, real_out, sizeof(real_out));
+	snprintf(page_shown, sizeof(page_shown), "%s%s%s", real_out, strcmp(real_out, "/") ? "/" : "", page_name);
+	text_escape_str(page_shown, real_shown, sizeof(real_shown));
 	if (e) {
-		snprintf(err, errlen, "%s: cannot write: %s", page_shown, strerror(e));
+		snprintf(err, errlen, "%s: cannot write: %s", real_shown, strerror(e));
 		goto out;
 	}
-	fprintf(summary, "wrote %s: %d dump%s (%zu skipped, %zu failed)\n", page_shown, n, n == 1 ? "" : "s", counts[1],
+	fprintf(summary, "wrote %s: %d dump%s (%zu skipped, %zu failed)\n", real_shown, n, n == 1 ? "" : "s", counts[1],
 	        counts[2]);
 out:
 	for (int i = 0; i < n; i++)
 		free(ents[i].name);
 	free(ents);
+	if (outfd != dirfd)
+		close(outfd);
 	close(dirfd);
 	return -e;
 }

@@ -644,6 +644,8 @@ static int cmd_report(int argc, char **argv)
 			       "  conditions with their values, links to NAME.json and the dump, and the plot.\n"
 			       "  Other JSON files are skipped; a broken context is warned about and skipped; at\n"
 			       "  most %d contexts. The page replaces DIR/index.html (or -o FILE) atomically.\n"
+			       "  DIR is opened once and must not be a symbolic link: every context is read and\n"
+			       "  the page written through it, and the summary names it by its real path.\n"
 			       "  Exit 2 when DIR cannot be listed or the page cannot be created.\n"
 			       "\n",
 			       CONTEXT_REPORT_MAX);

@@ -529,11 +529,50 @@ static void test_report(void)
 		CHECK(access(path, F_OK) < 0); /* nothing written in DIR */
 	}
 
-	/* Errors: no such directory; an output directory that does not exist. */
+	/* The summary names the directory written by its real path, however
+	 * DIR was spelled. */
+	{
+		char spelled[PATH_MAX + 16], want[PATH_MAX + 128];
+
+		snprintf(spelled, sizeof(spelled), "/tmp/..%s//", dir);
+		m = open_memstream(&sum, &sumlen);
+		CHECK(context_report(spelled, NULL, m, err, sizeof(err)) == 0);
+		fclose(m);
+		snprintf(want, sizeof(want), "wrote %s/index.html: 3 dumps (1 skipped, 1 failed)\n", dir);
+		CHECK_STR(sum, want);
+		free(sum);
+		snprintf(path, sizeof(path), "%s/index.html", dir);
+		CHECK(unlink(path) == 0);
+	}
+
+	/* DIR (or the directory of -o FILE) as a symbolic link is not followed,
+	 * also with a trailing slash: nothing is written through it. */
+	{
+		char link[PATH_MAX], linked[PATH_MAX + 16];
+
+		snprintf(link, sizeof(link), "%s/link", other);
+		CHECK(symlink(dir, link) == 0);
+		CHECK(context_report(link, NULL, stdout, err, sizeof(err)) == -ELOOP);
+		CHECK_MSG(strstr(err, "/link: a symbolic link, not followed") != NULL, "%s", err);
+		snprintf(linked, sizeof(linked), "%s/", link);
+		CHECK(context_report(linked, NULL, stdout, err, sizeof(err)) == -ELOOP);
+		snprintf(linked, sizeof(linked), "%s/page.html", link);
+		CHECK(context_report(dir, linked, stdout, err, sizeof(err)) == -ELOOP);
+		snprintf(path, sizeof(path), "%s/index.html", dir);
+		CHECK(access(path, F_OK) < 0);
+		snprintf(path, sizeof(path), "%s/page.html", dir);
+		CHECK(access(path, F_OK) < 0);
+		CHECK(unlink(link) == 0);
+	}
+
+	/* Errors: no such directory; an output directory that does not exist;
+	 * an output that names no file. */
 	CHECK(context_report("/nonexistent-dir", NULL, stdout, err, sizeof(err)) == -ENOENT);
 	CHECK_STR(err, "/nonexistent-dir: No such file or directory");
 	snprintf(path, sizeof(path), "%s/no/page.html", other);
 	CHECK(context_report(dir, path, stdout, err, sizeof(err)) == -ENOENT);
+	snprintf(path, sizeof(path), "%s/", other);
+	CHECK(context_report(dir, path, stdout, err, sizeof(err)) == -EISDIR);
 	/* An empty directory still gets its page. */
 	{
 		char empty[] = "/tmp/test_context_empty.XXXXXX";
