@@ -14,12 +14,39 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* The largest context file read: a context holds 5 minutes of history at
- * 250 ms per metric and condition (a few hundred kB); 64 MiB leaves room for
- * many series and refuses what no dumpwatch wrote. */
-#define CONTEXT_FILE_MAX (64u * 1024 * 1024)
-/* The most contexts one report shows; the rest are left out with a warning. */
+/* What `show` and `report` read and hold at most. A context dumpwatch writes
+ * is bounded by its history (docs/context.md): at most 32 series of 1201
+ * points, each point at most about 52 bytes of JSON ([t, last, min, max] with
+ * 7 significant digits), about 2.0 MB, plus the last 50 GCs, a command line
+ * of at most 4 kB and the rule's texts: 2.1 MB at the very most; 41 kB to
+ * 238 kB as measured. A file beyond CONTEXT_FILE_MAX, about twice that, is
+ * refused unread. Parsed, a 4 MiB file built to cost the most (a point
+ * "[0,0,0,0]" is 10 bytes and five json-c objects) took 200 MB and 0.5 s to
+ * show; 8 MiB took 390 MB. */
+#define CONTEXT_FILE_MAX (4u * 1024 * 1024)
+/* A report reads at most CONTEXT_READ_MAX bytes of contexts, the newest files
+ * by modification time first (a file that grew after it was listed may pass
+ * this by that one file), lists at most CONTEXT_REPORT_MAX files and builds
+ * at most CONTEXT_PAGE_MAX bytes of cards: about 730 idle contexts (41 kB,
+ * 46 kB of card each) or 140 busy ones (238 kB). What is left out is named in
+ * one warning line and counted on the page and in the summary. Measured at
+ * these limits (2-core VM, docs/context.md): 48 MB and 3.6-4.5 s for 3,001
+ * idle contexts, 200 MB and 10 s for 18 contexts of 4 MiB built to cost the
+ * most. */
+#define CONTEXT_READ_MAX (32u * 1024 * 1024)
+#define CONTEXT_PAGE_MAX (32u * 1024 * 1024)
 #define CONTEXT_REPORT_MAX 10000
+
+/* The bounds of context_load and context_report; context_limits_default
+ * holds the ones above. Tests pass smaller ones. */
+struct context_limits {
+	size_t file_max;  /* bytes of one context file */
+	size_t read_max;  /* bytes of contexts one report reads, in each of its two passes */
+	size_t page_max;  /* bytes of the cards of one page */
+	size_t count_max; /* contexts one report lists and shows */
+};
+extern const struct context_limits context_limits_default;
+
 /* The GCs `show` lists: the newest of those in the context. */
 #define CONTEXT_SHOW_GCS 10
 /* Columns of a sparkline in `show`. */
@@ -32,14 +59,17 @@ int context_sidecar_name(const char *file, char *out, size_t outlen);
 
 /* Reads and parses the dump context at path: a regular file (opened
  * non-blocking so a FIFO cannot hang us; nofollow refuses a symbolic link) of
- * at most CONTEXT_FILE_MAX bytes holding a JSON object with
- * "dumpwatch_context": 1 and the keys a view cannot do without (outcome,
- * fired_unix_ms, rule, process). Returns 0 with *ret_ctx (json_object_put it),
- * or -errno with a sentence in err (without the path): the open's or read's
- * errno, -EINVAL (not a regular file), -EFBIG (too large), -EBADMSG (not JSON,
- * or a context that lacks a key), -ENOMSG (JSON, but not a dump context),
- * -EPROTONOSUPPORT (a context version this dumpwatch cannot read). */
-int context_load(int dirfd, const char *path, int nofollow, struct json_object **ret_ctx, char *err, size_t errlen);
+ * at most max bytes (refused unread when fstat says it is larger, and no more
+ * read when it grows) holding a JSON object with "dumpwatch_context": 1 and
+ * the keys a view cannot do without (outcome, fired_unix_ms, rule, process).
+ * Returns 0 with *ret_ctx (json_object_put it), or -errno with a sentence in
+ * err (without the path): the open's or read's errno, -EINVAL (not a regular
+ * file), -EFBIG (too large), -EBADMSG (not JSON, or a context that lacks a
+ * key), -ENOMSG (JSON, but not a dump context), -EPROTONOSUPPORT (a context
+ * version this dumpwatch cannot read). *ret_bytes (when not NULL) gets the
+ * bytes read, whatever the result. */
+int context_load(int dirfd, const char *path, int nofollow, size_t max, struct json_object **ret_ctx, size_t *ret_bytes,
+                 char *err, size_t errlen);
 
 /* Whether the terminal takes UTF-8: LC_CTYPE from the environment
  * (setlocale) names the UTF-8 code set. */
@@ -53,9 +83,10 @@ int context_locale_utf8(void);
  * failed. */
 int context_show(FILE *out, struct json_object *ctx, int utf8);
 
-/* `dumpwatch show FILE`: context_sidecar_name, context_load, context_show to
- * out. Returns 0, or -errno as context_load (-ENAMETOOLONG, -EIO too) with a
- * one-line sentence in err that starts with the file's name. */
+/* `dumpwatch show FILE`: context_sidecar_name, context_load (at most
+ * CONTEXT_FILE_MAX bytes), context_show to out. Returns 0, or -errno as
+ * context_load (-ENAMETOOLONG, -EIO too) with a one-line sentence in err that
+ * starts with the file's name. */
 int context_show_file(const char *file, FILE *out, char *err, size_t errlen);
 
 /* Renders the n points (t[i], v[i]) (t ascending) as a sparkline of cols
@@ -86,19 +117,28 @@ void context_html_escape(FILE *out, const char *s, size_t len);
  * -ENAMETOOLONG. */
 int context_relative_url(const char *from_dir, const char *to_dir, char *out, size_t outlen);
 
-/* `dumpwatch report DIR`: reads every *.json in dir that is a dump context
- * (other JSON is skipped silently, a broken context with a warning), at most
- * CONTEXT_REPORT_MAX, and writes the page to out_path (NULL: DIR/index.html)
- * atomically: a new file beside it (O_EXCL, O_NOFOLLOW, mode 0644), fsync,
- * rename over it. dir (and out_path's directory) is opened once, not when it
- * is a symbolic link (trailing slashes ignored), and everything is read and
- * written through that descriptor: a directory swapped for a link meanwhile is
- * never followed. On success prints "wrote PATH: N dumps (S skipped, F
- * failed)" to summary, PATH the page in the directory written by its real
- * path then, N counting every context shown. Returns 0, or -errno with a
- * one-line sentence in err: of opening dir (-ENOENT, -ENOTDIR, -EACCES,
- * -ELOOP for a link...), -EISDIR when out_path names no file, or of writing
- * the page. */
-int context_report(const char *dir, const char *out_path, FILE *summary, char *err, size_t errlen);
+/* `dumpwatch report DIR`: reads the *.json in dir that are dump contexts
+ * (other JSON is skipped silently, a broken context with a warning) and writes
+ * the page to out_path (NULL: DIR/index.html) atomically: a new file beside it
+ * (O_EXCL, O_NOFOLLOW, mode 0644), fsync, rename over it. dir (and out_path's
+ * directory) is opened once, not when it is a symbolic link (trailing slashes
+ * ignored), and everything is read and written through that descriptor: a
+ * directory swapped for a link meanwhile is never followed.
+ *
+ * Bounded by lim (NULL: context_limits_default): the files are taken newest
+ * first by modification time, at most count_max of them and read_max bytes
+ * (a file beyond file_max is refused unread); the cards, newest first by the
+ * fire, while the page holds at most page_max bytes of them. What is left
+ * out is named in one warning line ("DIR: N files left out of the page, the
+ * oldest, beyond ...: NAME, NAME and K more") and counted on the page.
+ *
+ * On success prints "wrote PATH: N dumps (S skipped, F failed)" to summary,
+ * with ", K files left out" when some were, PATH the page in the directory
+ * written by its real path then, N counting every context shown. Returns 0,
+ * or -errno with a one-line sentence in err: of opening dir (-ENOENT,
+ * -ENOTDIR, -EACCES, -ELOOP for a link...), -EISDIR when out_path names no
+ * file, or of writing the page. */
+int context_report(const char *dir, const char *out_path, const struct context_limits *lim, FILE *summary, char *err,
+                   size_t errlen);
 
 #endif

@@ -5,7 +5,7 @@
  * A context carries names, command lines and rule descriptions that another
  * user's process or rule file chose, and the file itself may have been edited
  * by anyone who could write the dump directory. So: the file is bounded
- * (CONTEXT_FILE_MAX, a regular file, opened non-blocking), every field is
+ * (file_max, a regular file, opened non-blocking), every field is
  * checked for its type before use (a missing or mistyped field shows as "?"
  * or is left out, never read as 0), every string is escaped for where it goes
  * (text_escape for the terminal, context_html_escape for the page), and links
@@ -14,7 +14,13 @@
  *
  * The report reads each context twice - once to learn when it fired, once to
  * write its card - so that only one parsed context is held at a time: 10000
- * contexts of a few hundred kB each would not fit in memory as json-c trees. */
+ * contexts of a few hundred kB each would not fit in memory as json-c trees.
+ * And it is bounded whatever the directory holds (struct context_limits):
+ * the files are listed first, by name, size and modification time only; the
+ * newest are read, as many bytes as read_max allows in each pass; the cards,
+ * each built on its own, are kept while page_max holds them. What is left out
+ * is named in one warning line. Everything goes through the directory's
+ * descriptor, opened once: the directory's owner may swap it for a link. */
 #include "dumpwatch/context.h"
 
 #include <dirent.h>
@@ -170,11 +176,19 @@ int context_sidecar_name(const char *file, char *out, size_t outlen)
 	return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
 }
 
-/* Reads the whole regular file fd, at most CONTEXT_FILE_MAX bytes, into a
- * malloc'd NUL-terminated buffer. 0 or -errno (-EFBIG: larger). */
-static int read_bounded(int fd, size_t hint, char **ret_buf, size_t *ret_len)
+const struct context_limits context_limits_default = {
+    .file_max = CONTEXT_FILE_MAX,
+    .read_max = CONTEXT_READ_MAX,
+    .page_max = CONTEXT_PAGE_MAX,
+    .count_max = CONTEXT_REPORT_MAX,
+};
+
+/* Reads the whole regular file fd, at most max bytes, into a malloc'd
+ * NUL-terminated buffer. 0 or -errno (-EFBIG: larger); *ret_len gets the
+ * bytes read either way. */
+static int read_bounded(int fd, size_t hint, size_t max, char **ret_buf, size_t *ret_len)
 {
-	size_t cap = (hint < CONTEXT_FILE_MAX ? hint : CONTEXT_FILE_MAX) + 1, len = 0;
+	size_t cap = (hint < max ? hint : max) + 1, len = 0;
 	char *buf = malloc(cap + 1);
 
 	if (!buf)
@@ -184,11 +198,12 @@ static int read_bounded(int fd, size_t hint, char **ret_buf, size_t *ret_len)
 
 		if (len == cap) { /* the file grew since fstat */
 			char *nb;
-			if (cap > CONTEXT_FILE_MAX) {
+			if (cap > max) {
 				free(buf);
+				*ret_len = len;
 				return -EFBIG;
 			}
-			cap = cap * 2 > CONTEXT_FILE_MAX + 1 ? CONTEXT_FILE_MAX + 1 : cap * 2;
+			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
 			nb = realloc(buf, cap + 1);
 			if (!nb) {
 				free(buf);
@@ -202,19 +217,20 @@ static int read_bounded(int fd, size_t hint, char **ret_buf, size_t *ret_len)
 		if (n < 0) {
 			int e = errno;
 			free(buf);
+			*ret_len = len;
 			return -e;
 		}
 		if (n == 0)
 			break;
 		len += (size_t)n;
 	}
-	if (len > CONTEXT_FILE_MAX) {
+	*ret_len = len;
+	if (len > max) {
 		free(buf);
 		return -EFBIG;
 	}
 	buf[len] = '\0';
 	*ret_buf = buf;
-	*ret_len = len;
 	return 0;
 }
 
@@ -295,7 +311,8 @@ static int check_context(struct json_object *root, char *err, size_t errlen)
 	return 0;
 }
 
-int context_load(int dirfd, const char *path, int nofollow, struct json_object **ret_ctx, char *err, size_t errlen)
+int context_load(int dirfd, const char *path, int nofollow, size_t max, struct json_object **ret_ctx, size_t *ret_bytes,
+                 char *err, size_t errlen)
 {
 	struct json_object *root;
 	struct stat st;
@@ -304,6 +321,8 @@ int context_load(int dirfd, const char *path, int nofollow, struct json_object *
 	int fd, r;
 
 	*ret_ctx = NULL;
+	if (ret_bytes)
+		*ret_bytes = 0;
 	fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
 	if (fd < 0) {
 		int e = errno;
@@ -321,17 +340,19 @@ int context_load(int dirfd, const char *path, int nofollow, struct json_object *
 		snprintf(err, errlen, "not a regular file");
 		return -EINVAL;
 	}
-	if (st.st_size > (off_t)CONTEXT_FILE_MAX) {
+	if ((uintmax_t)st.st_size > (uintmax_t)max) {
 		close(fd);
-		snprintf(err, errlen, "too large for a dump context (%lld bytes; at most %u)", (long long)st.st_size,
-		         CONTEXT_FILE_MAX);
+		snprintf(err, errlen, "too large for a dump context (%lld bytes; at most %zu), not read",
+		         (long long)st.st_size, max);
 		return -EFBIG;
 	}
-	r = read_bounded(fd, (size_t)st.st_size, &text, &len);
+	r = read_bounded(fd, (size_t)st.st_size, max, &text, &len);
 	close(fd);
+	if (ret_bytes)
+		*ret_bytes = len;
 	if (r < 0) {
 		if (r == -EFBIG)
-			snprintf(err, errlen, "too large for a dump context (more than %u bytes)", CONTEXT_FILE_MAX);
+			snprintf(err, errlen, "too large for a dump context (it grew past %zu bytes while read)", max);
 		else
 			snprintf(err, errlen, "%s", strerror(-r));
 		return r;
@@ -798,7 +819,7 @@ int context_show_file(const char *file, FILE *out, char *err, size_t errlen)
 		snprintf(err, errlen, "%s: the name is too long", name);
 		return -ENAMETOOLONG;
 	}
-	r = context_load(AT_FDCWD, path, 0, &ctx, why, sizeof(why));
+	r = context_load(AT_FDCWD, path, 0, CONTEXT_FILE_MAX, &ctx, NULL, why, sizeof(why));
 	if (r < 0) {
 		if (strcmp(path, file) != 0) {
 			char pname[PATH_MAX];
@@ -1170,21 +1191,64 @@ static const char page_style[] =
     ".plot{margin-top:.5em}\n"
     ".plot svg{max-width:100%;height:auto}\n"
     ".noplot{color:#555;font-style:italic}\n"
+    ".left-out{color:#8b4500}\n"
     "a{color:#0645ad}\n"
     "@media print{body{margin:0;max-width:none}.card{break-inside:avoid;page-break-inside:avoid}a{color:#000}}\n";
 
 /* ---- report ------------------------------------------------------------- */
 
-/* A context found in the directory, in the first pass. */
-struct entry {
-	char *name; /* the file's name in the directory */
-	int64_t fired_ms;
+/* Why files were left out of the page (bits: one line says every reason). */
+enum { LEFT_COUNT = 1, LEFT_READ = 2, LEFT_PAGE = 4 };
+
+/* What became of a *.json file found in the directory. */
+enum entry_state {
+	ENT_LISTED,  /* not read (yet) */
+	ENT_CONTEXT, /* a dump context, for the page */
+	ENT_SKIPPED, /* not a context, or a broken one (warned about) */
+	ENT_LEFT,    /* left out of the page by a limit */
+	ENT_SHOWN,   /* on the page */
 };
 
-/* Newest first; among equal times by name, so the order is stable. */
-static int entry_cmp(const void *a, const void *b)
+struct entry {
+	char *name;            /* the file's name in the directory */
+	struct timespec mtime; /* as listed */
+	size_t size;           /* as listed: what reading it costs (0: a file that will not be read) */
+	size_t bytes;          /* read in the first pass */
+	int64_t fired_ms;      /* from the first pass */
+	enum entry_state state;
+	int cls; /* index into counts: dump, skipped, failed, other */
+};
+
+/* One report: the files listed, what became of them, what was left out. */
+struct report {
+	int dirfd;
+	const char *shown; /* the directory, escaped, for warnings */
+	const struct context_limits *lim;
+	struct entry *ents; /* newest first by modification time */
+	size_t n;
+	size_t unnamed; /* files beyond count_max not kept, not even by name */
+	int left_why;   /* LEFT_* */
+	size_t n_left;  /* files left out, the unnamed included */
+	size_t counts[4];
+	size_t n_shown;
+};
+
+/* Newest first by modification time; among equal times by name. */
+static int mtime_cmp(const void *a, const void *b)
 {
 	const struct entry *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? 1 : -1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* Newest first by the fire; among equal times by name, so the order is stable. */
+static int fired_cmp(const void *a, const void *b)
+{
+	const struct entry *x = *(const struct entry *const *)a, *y = *(const struct entry *const *)b;
 
 	if (x->fired_ms != y->fired_ms)
 		return x->fired_ms < y->fired_ms ? 1 : -1;
@@ -1199,31 +1263,33 @@ static int json_name(const char *name)
 	return name[0] != '.' && len > 5 && strcmp(name + len - 5, ".json") == 0;
 }
 
-/* The first pass: every dump context in dirfd, with the counts by outcome.
- * Returns the number of entries in *ret (free each name and the array), or
- * -errno with a sentence. dir_shown is the escaped directory for warnings. */
-static int scan_dir(int dirfd, const char *dir_shown, struct entry **ret, size_t counts[4], char *err, size_t errlen)
-{
-	int fd = dup(dirfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct entry *ents = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	int e = 0;
+/* The files left out that keep their names for the warning, at least. */
+#define LEFT_NAMED 64
 
-	*ret = NULL;
-	if (!d) {
-		e = errno;
-		if (fd >= 0)
+/* Lists the *.json files of the directory with their modification times and
+ * sizes (fstatat; nothing is opened), keeping the count_max newest and the
+ * LEFT_NAMED newest after them (to name them): the array never holds more
+ * than twice that, whatever the directory holds. Those beyond count_max are
+ * marked left out. 0 or -errno with a sentence. */
+static int list_dir(struct report *rp, char *err, size_t errlen)
+{
+	size_t keep = rp->lim->count_max, named = keep + LEFT_NAMED, cap = 2 * named;
+	int fd = dup(rp->dirfd), e = 0;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d || !(rp->ents = calloc(cap, sizeof(*rp->ents)))) {
+		e = errno ? errno : ENOMEM;
+		if (d)
+			closedir(d);
+		else if (fd >= 0)
 			close(fd);
-		snprintf(err, errlen, "%s: cannot list: %s", dir_shown, strerror(e));
+		snprintf(err, errlen, "%s: cannot list: %s", rp->shown, strerror(e));
 		return -e;
 	}
 	for (;;) {
-		struct json_object *ctx;
-		char why[512], name[NAME_MAX * 4 + 1];
-		const char *cls;
-		int r;
+		struct dirent *de;
+		struct entry *en;
+		struct stat st;
 
 		errno = 0;
 		de = readdir(d);
@@ -1233,62 +1299,250 @@ static int scan_dir(int dirfd, const char *dir_shown, struct entry **ret, size_t
 		}
 		if (!json_name(de->d_name))
 			continue;
-		if (n == CONTEXT_REPORT_MAX) {
-			log_warn("%s: more than %d dump contexts; the others are left out", dir_shown,
-			         CONTEXT_REPORT_MAX);
-			break;
+		if (rp->n == cap) {
+			qsort(rp->ents, rp->n, sizeof(*rp->ents), mtime_cmp);
+			for (size_t i = named; i < rp->n; i++)
+				free(rp->ents[i].name);
+			rp->unnamed += rp->n - named;
+			rp->n = named;
 		}
-		r = context_load(dirfd, de->d_name, 1, &ctx, why, sizeof(why));
-		if (r == -ENOMSG)
-			continue;
-		if (r == -ENOMEM) {
+		en = &rp->ents[rp->n];
+		memset(en, 0, sizeof(*en));
+		/* A file that vanished, is not regular or is beyond file_max is
+		 * not read: context_load says so, and it costs nothing. */
+		if (fstatat(rp->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			en->mtime = st.st_mtim;
+			if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size <= (uintmax_t)rp->lim->file_max)
+				en->size = (size_t)st.st_size;
+		}
+		en->name = strdup(de->d_name);
+		if (!en->name) {
 			e = ENOMEM;
 			break;
 		}
-		if (r < 0) {
-			log_warn("%s/%s: %s, skipped", dir_shown, text_escape_str(de->d_name, name, sizeof(name)), why);
-			continue;
-		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct entry *ne = realloc(ents, ncap * sizeof(*ne));
-			if (!ne) {
-				json_object_put(ctx);
-				e = ENOMEM;
-				break;
-			}
-			ents = ne;
-			cap = ncap;
-		}
-		ents[n].name = strdup(de->d_name);
-		if (!ents[n].name) {
-			json_object_put(ctx);
-			e = ENOMEM;
-			break;
-		}
-		ents[n].fired_ms = 0;
-		time_ms(ctx, "fired_unix_ms", &ents[n].fired_ms);
-		cls = outcome_class(ctx);
-		counts[strcmp(cls, "dump") == 0      ? 0
-		       : strcmp(cls, "skipped") == 0 ? 1
-		       : strcmp(cls, "failed") == 0  ? 2
-		                                     : 3]++;
-		json_object_put(ctx);
-		n++;
-	}
-	if (e) {
-		closedir(d);
-		for (size_t i = 0; i < n; i++)
-			free(ents[i].name);
-		free(ents);
-		snprintf(err, errlen, "%s: cannot list: %s", dir_shown, strerror(e));
-		return -e;
+		rp->n++;
 	}
 	closedir(d);
-	if (n > 1)
-		qsort(ents, n, sizeof(*ents), entry_cmp);
-	*ret = ents;
-	return (int)n;
+	if (e) {
+		snprintf(err, errlen, "%s: cannot list: %s", rp->shown, strerror(e));
+		return -e;
+	}
+	if (rp->n > 1)
+		qsort(rp->ents, rp->n, sizeof(*rp->ents), mtime_cmp);
+	for (size_t i = keep; i < rp->n; i++)
+		rp->ents[i].state = ENT_LEFT;
+	if (rp->n > keep || rp->unnamed) {
+		rp->left_why |= LEFT_COUNT;
+		rp->n_left += (rp->n > keep ? rp->n - keep : 0) + rp->unnamed;
+	}
+	return 0;
+}
+
+/* The first pass, newest file first: reads each, at most read_max bytes in
+ * all, to learn whether it is a context, its outcome and when it fired; the
+ * older files are left out. 0, or -ENOMEM with a sentence. */
+static int first_pass(struct report *rp, char *err, size_t errlen)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < rp->n; i++) {
+		struct entry *en = &rp->ents[i];
+		struct json_object *ctx;
+		char why[512], name[NAME_MAX * 4 + 1];
+		const char *cls;
+		int r;
+
+		if (en->state != ENT_LISTED)
+			continue;
+		if (en->size > rp->lim->read_max - total) {
+			for (; i < rp->n; i++)
+				if (rp->ents[i].state == ENT_LISTED) {
+					rp->ents[i].state = ENT_LEFT;
+					rp->n_left++;
+				}
+			rp->left_why |= LEFT_READ;
+			break;
+		}
+		r = context_load(rp->dirfd, en->name, 1, rp->lim->file_max, &ctx, &en->bytes, why, sizeof(why));
+		/* What was read counts; a file that grew after it was listed
+		 * takes the total past read_max by at most that file. */
+		total = en->bytes > rp->lim->read_max - total ? rp->lim->read_max : total + en->bytes;
+		if (r == -ENOMEM) {
+			snprintf(err, errlen, "%s: out of memory", rp->shown);
+			return r;
+		}
+		if (r < 0) {
+			en->state = ENT_SKIPPED;
+			if (r != -ENOMSG)
+				log_warn("%s/%s: %s, skipped", rp->shown, text_escape_str(en->name, name, sizeof(name)),
+				         why);
+			continue;
+		}
+		en->state = ENT_CONTEXT;
+		time_ms(ctx, "fired_unix_ms", &en->fired_ms);
+		cls = outcome_class(ctx);
+		en->cls = strcmp(cls, "dump") == 0      ? 0
+		          : strcmp(cls, "skipped") == 0 ? 1
+		          : strcmp(cls, "failed") == 0  ? 2
+		                                        : 3;
+		json_object_put(ctx);
+	}
+	return 0;
+}
+
+/* The card of en, read again, to out; *ret_bytes gets what was read. */
+static void put_card(FILE *out, const struct report *rp, const struct entry *en, const char *prefix, size_t *ret_bytes)
+{
+	struct json_object *ctx;
+	char why[512];
+
+	if (context_load(rp->dirfd, en->name, 1, rp->lim->file_max, &ctx, ret_bytes, why, sizeof(why)) < 0) {
+		fputs("<article class=\"card other\"><h2>", out);
+		h(out, en->name);
+		fputs("</h2><p class=\"error\">could not be read again: ", out);
+		h(out, why);
+		fputs("</p></article>\n", out);
+		return;
+	}
+	html_card(out, ctx, en->name, prefix, rp->dirfd);
+	json_object_put(ctx);
+}
+
+/* The second pass, newest fire first: the cards, each built on its own and
+ * kept while they take at most page_max bytes; the older ones are left out.
+ * The files are read again, as many bytes as in the first pass (at most one
+ * file more, should they have grown since). Returns 0 with the cards
+ * (malloc'd) in *ret_buf, or -ENOMEM. */
+static int second_pass(struct report *rp, const char *prefix, char **ret_buf, size_t *ret_len)
+{
+	struct entry **order = malloc((rp->n ? rp->n : 1) * sizeof(*order));
+	size_t k = 0, total = 0, budget = 0, len = 0;
+	char *body = NULL;
+	FILE *out = open_memstream(&body, &len);
+	int r = 0;
+
+	if (!out || !order) {
+		if (out)
+			fclose(out);
+		free(body);
+		free(order);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < rp->n; i++)
+		if (rp->ents[i].state == ENT_CONTEXT) {
+			order[k++] = &rp->ents[i];
+			budget += rp->ents[i].bytes;
+		}
+	if (budget < rp->lim->read_max)
+		budget = rp->lim->read_max;
+	if (k > 1)
+		qsort(order, k, sizeof(*order), fired_cmp);
+	for (size_t i = 0; i < k; i++) {
+		struct entry *en = order[i];
+		char *one = NULL;
+		size_t one_len = 0, bytes = 0, used = (size_t)ftello(out);
+		int why = 0;
+		FILE *c;
+
+		if (en->bytes > budget - total) {
+			why = LEFT_READ;
+		} else {
+			c = open_memstream(&one, &one_len);
+			if (!c) {
+				r = -ENOMEM;
+				break;
+			}
+			put_card(c, rp, en, prefix, &bytes);
+			total = bytes > budget - total ? budget : total + bytes;
+			if (fclose(c) != 0) {
+				free(one);
+				r = -ENOMEM;
+				break;
+			}
+			if (one_len > rp->lim->page_max - used)
+				why = LEFT_PAGE;
+			else
+				fwrite(one, 1, one_len, out);
+			free(one);
+		}
+		if (why) {
+			for (; i < k; i++) {
+				order[i]->state = ENT_LEFT;
+				rp->n_left++;
+			}
+			rp->left_why |= why;
+			break;
+		}
+		en->state = ENT_SHOWN;
+		rp->counts[en->cls]++;
+		rp->n_shown++;
+	}
+	free(order);
+	if (fclose(out) != 0 && r == 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		free(body);
+		return r;
+	}
+	*ret_buf = body;
+	*ret_len = len;
+	return 0;
+}
+
+/* "64 MiB", or "1000 bytes" when it is not whole MiB. */
+static const char *fmt_limit(size_t bytes, char *buf, size_t buflen)
+{
+	if (bytes >= (1u << 20) && bytes % (1u << 20) == 0)
+		snprintf(buf, buflen, "%zu MiB", bytes >> 20);
+	else
+		snprintf(buf, buflen, "%zu bytes", bytes);
+	return buf;
+}
+
+/* The limits rp->left_why names: "3 files; 64 MiB of contexts read". */
+static const char *fmt_left_why(const struct report *rp, char *buf, size_t buflen)
+{
+	char b[48];
+	size_t pos = 0;
+
+	buf[0] = '\0';
+	if (rp->left_why & LEFT_COUNT)
+		pos += (size_t)snprintf(buf + pos, buflen - pos, "%zu files", rp->lim->count_max);
+	if ((rp->left_why & LEFT_READ) && pos < buflen)
+		pos += (size_t)snprintf(buf + pos, buflen - pos, "%s%s of contexts read", pos ? "; " : "",
+		                        fmt_limit(rp->lim->read_max, b, sizeof(b)));
+	if ((rp->left_why & LEFT_PAGE) && pos < buflen)
+		snprintf(buf + pos, buflen - pos, "%s%s of page", pos ? "; " : "",
+		         fmt_limit(rp->lim->page_max, b, sizeof(b)));
+	return buf;
+}
+
+/* One warning line: how many files were left out, by which limits, and the
+ * names that fit in a line, newest first by modification time. */
+static void warn_left_out(const struct report *rp)
+{
+	char line[1600], why[160];
+	size_t pos, named = 0;
+
+	pos = (size_t)snprintf(line, sizeof(line),
+	                       "%s: %zu file%s left out of the page, the oldest, beyond the "
+	                       "report's limits (%s):",
+	                       rp->shown, rp->n_left, rp->n_left == 1 ? "" : "s", fmt_left_why(rp, why, sizeof(why)));
+	for (size_t i = 0; i < rp->n && pos < sizeof(line); i++) {
+		const struct entry *en = &rp->ents[i];
+		size_t nlen = strlen(en->name);
+
+		if (en->state != ENT_LEFT)
+			continue;
+		/* Room for this name and a closing " and 12345 more". */
+		if (pos + 2 + nlen + 32 >= sizeof(line))
+			break;
+		pos += (size_t)snprintf(line + pos, sizeof(line) - pos, "%s %s", named ? "," : "", en->name);
+		named++;
+	}
+	if (named < rp->n_left && pos < sizeof(line))
+		snprintf(line + pos, sizeof(line) - pos, "%s and %zu more", named ? "," : "", rp->n_left - named);
+	log_warn("%s", line);
 }
 
 /* The path of the directory open at dirfd as the kernel has it now
@@ -1329,7 +1583,7 @@ static int open_dir(const char *path, const char *shown, char *err, size_t errle
 	len = strlen(p);
 	while (len > 1 && p[len - 1] == '/')
 		p[--len] = '\0';
-	fd = open(len ? p : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0)
 		return fd;
 	e = errno;
@@ -1355,12 +1609,12 @@ static void link_prefix(int dirfd, int outfd, const char *from, const char *to, 
 		out[0] = '\0';
 }
 
-/* dir: the directory's real path, as the reader of a printed page can find
- * it again. */
-static void html_page(FILE *out, int dirfd, const char *dir, const struct entry *ents, size_t n, const size_t counts[4],
-                      const char *prefix)
+/* The page's head and header, up to <main>; dir is the directory's real
+ * path, as the reader of a printed page can find it again. */
+static void html_head(FILE *out, const char *dir, const struct report *rp)
 {
-	char now[64];
+	char now[64], why[160];
+	size_t n = rp->n_shown;
 
 	/* Also well-formed XML (void elements closed with "/>"), so XML tools
 	 * can check the page. */
@@ -1372,50 +1626,75 @@ static void html_page(FILE *out, int dirfd, const char *dir, const struct entry 
 	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<header>\n<h1>Dumps in <code>", page_style);
 	h(out, dir);
 	fprintf(out, "</code></h1>\n<p>%zu dump context%s: %zu dump%s, %zu skipped, %zu failed", n, n == 1 ? "" : "s",
-	        counts[0], counts[0] == 1 ? "" : "s", counts[1], counts[2]);
-	if (counts[3])
-		fprintf(out, ", %zu other", counts[3]);
-	fprintf(out, ". Newest first.</p>\n<p>Written %s by dumpwatch %s.</p>\n</header>\n<main>\n",
+	        rp->counts[0], rp->counts[0] == 1 ? "" : "s", rp->counts[1], rp->counts[2]);
+	if (rp->counts[3])
+		fprintf(out, ", %zu other", rp->counts[3]);
+	fputs(". Newest first.</p>\n", out);
+	if (rp->n_left)
+		fprintf(out,
+		        "<p class=\"left-out\">%zu more file%s left out (the oldest), beyond the report's limits "
+		        "(%s).</p>\n",
+		        rp->n_left, rp->n_left == 1 ? "" : "s", fmt_left_why(rp, why, sizeof(why)));
+	fprintf(out, "<p>Written %s by dumpwatch %s.</p>\n</header>\n<main>\n",
 	        fmt_utc((int64_t)time(NULL) * 1000, now, sizeof(now)), DW_VERSION);
 	if (n == 0)
 		fputs("<p>No dump context in this directory.</p>\n", out);
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *ctx;
-		char why[512];
-
-		if (context_load(dirfd, ents[i].name, 1, &ctx, why, sizeof(why)) < 0) {
-			fputs("<article class=\"card other\"><h2>", out);
-			h(out, ents[i].name);
-			fputs("</h2><p class=\"error\">could not be read again: ", out);
-			h(out, why);
-			fputs("</p></article>\n", out);
-			continue;
-		}
-		html_card(out, ctx, ents[i].name, prefix, dirfd);
-		json_object_put(ctx);
-	}
-	fputs("</main>\n</body>\n</html>\n", out);
 }
 
-int context_report(const char *dir, const char *out_path, FILE *summary, char *err, size_t errlen)
+/* The whole page: the head, then the cards (body, len bytes), then the end,
+ * in the cards' own buffer, moved up in place rather than copied: the page
+ * is in memory once. Returns the page (body is taken over, or freed), or
+ * NULL. */
+static char *html_page(char *body, size_t len, const char *dir, const struct report *rp, size_t *ret_len)
+{
+	static const char tail[] = "</main>\n</body>\n</html>\n";
+	char *head = NULL, *page;
+	size_t head_len = 0;
+	FILE *f = open_memstream(&head, &head_len);
+
+	if (!f) {
+		free(body);
+		return NULL;
+	}
+	html_head(f, dir, rp);
+	if (fclose(f) != 0) {
+		free(head);
+		free(body);
+		return NULL;
+	}
+	page = realloc(body, head_len + len + sizeof(tail));
+	if (!page) {
+		free(head);
+		free(body);
+		return NULL;
+	}
+	memmove(page + head_len, page, len);
+	memcpy(page, head, head_len);
+	memcpy(page + head_len + len, tail, sizeof(tail));
+	free(head);
+	*ret_len = head_len + len + sizeof(tail) - 1;
+	return page;
+}
+
+int context_report(const char *dir, const char *out_path, const struct context_limits *lim, FILE *summary, char *err,
+                   size_t errlen)
 {
 	char dir_shown[PATH_MAX], out_dir[PATH_MAX], page_shown[PATH_MAX * 2], prefix[PATH_MAX * 3];
 	char real_dir[PATH_MAX], real_out[PATH_MAX], real_shown[PATH_MAX * 2];
-	size_t counts[4] = {0, 0, 0, 0}, html_len = 0;
+	struct report rp = {.shown = dir_shown, .lim = lim ? lim : &context_limits_default};
 	const char *page_name = "index.html";
-	struct entry *ents = NULL;
-	char *html = NULL;
-	int dirfd, outfd, n, e = 0;
-	FILE *f;
+	size_t body_len = 0, page_len = 0;
+	char *body = NULL, *page = NULL;
+	int outfd, e = 0, r;
 
 	text_escape_str(dir, dir_shown, sizeof(dir_shown));
-	dirfd = open_dir(dir, dir_shown, err, errlen);
-	if (dirfd < 0)
-		return dirfd;
+	rp.dirfd = open_dir(dir, dir_shown, err, errlen);
+	if (rp.dirfd < 0)
+		return rp.dirfd;
 	/* Warnings name the directory opened, whatever its name becomes. */
-	fd_path(dirfd, dir, real_dir, sizeof(real_dir));
+	fd_path(rp.dirfd, dir, real_dir, sizeof(real_dir));
 	text_escape_str(real_dir, dir_shown, sizeof(dir_shown));
-	outfd = dirfd;
+	outfd = rp.dirfd;
 	if (out_path) {
 		const char *slash = strrchr(out_path, '/');
 		char out_shown[PATH_MAX];
@@ -1424,7 +1703,7 @@ int context_report(const char *dir, const char *out_path, FILE *summary, char *e
 		page_name = slash ? slash + 1 : out_path;
 		if (!*page_name || strcmp(page_name, ".") == 0 || strcmp(page_name, "..") == 0) {
 			snprintf(err, errlen, "%s: not a file name", out_shown);
-			close(dirfd);
+			close(rp.dirfd);
 			return -EISDIR;
 		}
 		if (!slash)
@@ -1433,39 +1712,34 @@ int context_report(const char *dir, const char *out_path, FILE *summary, char *e
 			snprintf(out_dir, sizeof(out_dir), "/");
 		else if ((size_t)(slash - out_path) >= sizeof(out_dir)) {
 			snprintf(err, errlen, "%s: the name is too long", out_shown);
-			close(dirfd);
+			close(rp.dirfd);
 			return -ENAMETOOLONG;
 		} else
 			snprintf(out_dir, sizeof(out_dir), "%.*s", (int)(slash - out_path), out_path);
 		text_escape_str(out_dir, real_shown, sizeof(real_shown));
 		outfd = open_dir(out_dir, real_shown, err, errlen);
 		if (outfd < 0) {
-			close(dirfd);
+			close(rp.dirfd);
 			return outfd;
 		}
 	}
-	n = scan_dir(dirfd, dir_shown, &ents, counts, err, errlen);
-	if (n < 0) {
-		e = -n;
-		n = 0;
+	r = list_dir(&rp, err, errlen);
+	if (r == 0)
+		r = first_pass(&rp, err, errlen);
+	if (r < 0) {
+		e = -r;
 		goto out;
 	}
-	fd_path(dirfd, dir, real_dir, sizeof(real_dir));
 	fd_path(outfd, out_path ? out_dir : dir, real_out, sizeof(real_out));
-	link_prefix(dirfd, outfd, real_out, real_dir, prefix, sizeof(prefix));
+	link_prefix(rp.dirfd, outfd, real_out, real_dir, prefix, sizeof(prefix));
 	/* Built in memory, then written whole beside where it goes: a reader
 	 * of the page never sees half of it. */
-	f = open_memstream(&html, &html_len);
-	if (!f) {
-		e = errno;
-	} else {
-		html_page(f, dirfd, real_dir, ents, (size_t)n, counts, prefix);
-		if (fclose(f) != 0)
-			e = errno ? errno : ENOMEM;
-	}
-	if (!e)
-		e = -fds_write_file(outfd, page_name, html, html_len, 0644, 0);
-	free(html);
+	r = second_pass(&rp, prefix, &body, &body_len);
+	page = r == 0 ? html_page(body, body_len, real_dir, &rp, &page_len) : NULL;
+	e = page ? -fds_write_file(outfd, page_name, page, page_len, 0644, 0) : ENOMEM;
+	free(page);
+	if (rp.n_left)
+		warn_left_out(&rp);
 	/* Named as the directory written is called now, not as it was given. */
 	fd_path(outfd, out_path ? out_dir : dir, real_out, sizeof(real_out));
 	snprintf(page_shown, sizeof(page_shown), "%s%s%s", real_out, strcmp(real_out, "/") ? "/" : "", page_name);
@@ -1474,14 +1748,17 @@ int context_report(const char *dir, const char *out_path, FILE *summary, char *e
 		snprintf(err, errlen, "%s: cannot write: %s", real_shown, strerror(e));
 		goto out;
 	}
-	fprintf(summary, "wrote %s: %d dump%s (%zu skipped, %zu failed)\n", real_shown, n, n == 1 ? "" : "s", counts[1],
-	        counts[2]);
+	fprintf(summary, "wrote %s: %zu dump%s (%zu skipped, %zu failed)", real_shown, rp.n_shown,
+	        rp.n_shown == 1 ? "" : "s", rp.counts[1], rp.counts[2]);
+	if (rp.n_left)
+		fprintf(summary, ", %zu file%s left out", rp.n_left, rp.n_left == 1 ? "" : "s");
+	fputc('\n', summary);
 out:
-	for (int i = 0; i < n; i++)
-		free(ents[i].name);
-	free(ents);
-	if (outfd != dirfd)
+	for (size_t i = 0; i < rp.n; i++)
+		free(rp.ents[i].name);
+	free(rp.ents);
+	if (outfd != rp.dirfd)
 		close(outfd);
-	close(dirfd);
+	close(rp.dirfd);
 	return -e;
 }

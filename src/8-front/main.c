@@ -601,10 +601,11 @@ static int cmd_show(int argc, char **argv)
 			       "  fired, each condition with its value at the fire, when (UTC and local), the dump,\n"
 			       "  the process, a sparkline of each condition's metric over the history (^ under the\n"
 			       "  columns where the condition held) and the last %d GCs. FILE is NAME.core, NAME.json\n"
-			       "  or NAME: the context read is NAME.json. Exit 2 when it cannot be read, 1 when it\n"
-			       "  is not a dump context this version reads.\n"
+			       "  or NAME: the context read is NAME.json, at most %u MiB (a larger file is refused\n"
+			       "  unread). Exit 2 when it cannot be read, 1 when it is not a dump context this\n"
+			       "  version reads or is too large.\n"
 			       "\n",
-			       CONTEXT_SHOW_GCS);
+			       CONTEXT_SHOW_GCS, CONTEXT_FILE_MAX >> 20);
 			exit_codes_print(stdout);
 			return DW_EXIT_OK;
 		default:
@@ -642,13 +643,17 @@ static int cmd_report(int argc, char **argv)
 			       "  writes one self-contained HTML page (no script, nothing fetched) of every dump\n"
 			       "  context (*.json) in DIR, newest first: rule, outcome, process, time, size, the\n"
 			       "  conditions with their values, links to NAME.json and the dump, and the plot.\n"
-			       "  Other JSON files are skipped; a broken context is warned about and skipped; at\n"
-			       "  most %d contexts. The page replaces DIR/index.html (or -o FILE) atomically.\n"
-			       "  DIR is opened once and must not be a symbolic link: every context is read and\n"
-			       "  the page written through it, and the summary names it by its real path.\n"
+			       "  Other JSON files are skipped; a broken context is warned about and skipped. The\n"
+			       "  page replaces DIR/index.html (or -o FILE) atomically. DIR is opened once and\n"
+			       "  must not be a symbolic link: every context is read and the page written through\n"
+			       "  it, and the summary names it by its real path. Bounded: a context of more than\n"
+			       "  %u MiB is refused unread; the newest files (by modification time) are read, at\n"
+			       "  most %d and %u MiB of them, and cards are kept while the page holds at most\n"
+			       "  %u MiB; what is left out is named in one warning line.\n"
 			       "  Exit 2 when DIR cannot be listed or the page cannot be created.\n"
 			       "\n",
-			       CONTEXT_REPORT_MAX);
+			       CONTEXT_FILE_MAX >> 20, CONTEXT_REPORT_MAX, CONTEXT_READ_MAX >> 20,
+			       CONTEXT_PAGE_MAX >> 20);
 			exit_codes_print(stdout);
 			return DW_EXIT_OK;
 		default:
@@ -659,7 +664,7 @@ static int cmd_report(int argc, char **argv)
 		fputs("usage: dumpwatch report [-o FILE] DIR\n", stderr);
 		return DW_EXIT_USAGE;
 	}
-	r = context_report(argv[optind], out, stdout, err, sizeof(err));
+	r = context_report(argv[optind], out, NULL, stdout, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "dumpwatch: %s\n", err); /* err is escaped */
 		return context_exit(r);

@@ -11,7 +11,9 @@
 # files. `dumpwatch show` explains a dump in text; `dumpwatch report` writes
 # one page for the store, which headless Chromium renders (not blank, the
 # rule's name in it, the hostile names as text and no element they smuggle
-# in), as it does the SVG.
+# in), as it does the SVG. Both are bounded: a file over 4 MiB is refused
+# unread, and a report of 39 MiB of contexts reads the newest 32 MiB and names
+# the oldest, left out, in one line.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 CHECK_RENDER="$DW_SOURCE_DIR/tests/tools/render_check.py"
@@ -167,4 +169,47 @@ $PY "$CHECK_RENDER" screenshot "$DUMPS/index.html" "$T/report.png" --expect ctx-
 	fail "the report page does not render as expected"
 $PY "$CHECK_RENDER" screenshot "${newest%.core}.svg" "$T/plot.png" --expect ctx-spike --expect "loh-size" ||
 	fail "the plot does not render as expected"
-echo "PASS: 3 dumps, 1 skipped, each with its context; delete-oldest took the oldest with its files; show and report render"
+
+# Bounds, by what is read and left out. show refuses a file over 4 MiB in one
+# line, unread: a real context followed by NUL bytes (read, it would be "not
+# JSON").
+FIXTURE="$DW_SOURCE_DIR/tests/data/context/GcLab-4807-20261118T110640Z.json"
+cp "$FIXTURE" "$T/huge.json"
+truncate -s $((4 * 1024 * 1024 + 1)) "$T/huge.json"
+set +e
+"$DUMPWATCH" show "$T/huge.json" >"$T/show-huge.out" 2>&1
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "show of a file over 4 MiB: status $rc: $(cat "$T/show-huge.out")"
+[ "$(wc -l <"$T/show-huge.out")" = 1 ] &&
+	grep_q -F "huge.json: too large for a dump context (4194305 bytes; at most 4194304), not read" "$T/show-huge.out" ||
+	fail "show of a file over 4 MiB: $(cat "$T/show-huge.out")"
+# report: ten real contexts padded with white space to 3.9 MiB each (39 MiB,
+# past the 32 MiB a report reads), modified a minute apart, ctx-0 oldest, and
+# the huge file newest. The huge one is refused unread; the eight newest fit
+# in 32 MiB and are shown; the two oldest are named as left out, in one line.
+mkdir "$T/bounds"
+$PY - "$FIXTURE" "$T/bounds" <<'EOF'
+import os, sys
+text = open(sys.argv[1]).read().rstrip()
+pad = 3900 * 1024 - len(text) - 1
+for i in range(10):
+    name = os.path.join(sys.argv[2], "ctx-%d.json" % i)
+    with open(name, "w") as f:
+        f.write(text.replace('"fired_unix_ms": 1795000000123', '"fired_unix_ms": %d' % (1795000000000 + i)))
+        f.write(" " * pad + "\n")
+    os.utime(name, (1795000000 + 60 * i, 1795000000 + 60 * i))
+EOF
+mv "$T/huge.json" "$T/bounds/huge.json"
+"$DUMPWATCH" report "$T/bounds" >"$T/bounds.out" 2>"$T/bounds.err" || fail "report failed: $(cat "$T/bounds.err")"
+grep_q -Fx "wrote $T/bounds/index.html: 8 dumps (0 skipped, 0 failed), 2 files left out" "$T/bounds.out" ||
+	fail "report over the total: $(cat "$T/bounds.out" "$T/bounds.err")"
+grep_q -F "huge.json: too large for a dump context (4194305 bytes; at most 4194304), not read, skipped" "$T/bounds.err" ||
+	fail "the huge file was not refused unread: $(cat "$T/bounds.err")"
+[ "$(grep -c "left out" "$T/bounds.err")" = 1 ] &&
+	grep_q -F "$T/bounds: 2 files left out of the page, the oldest, beyond the report's limits (32 MiB of contexts read): ctx-1.json, ctx-0.json" "$T/bounds.err" ||
+	fail "what was left out is not named in one line: $(cat "$T/bounds.err")"
+[ "$(grep -c '<article' "$T/bounds/index.html")" = 8 ] && ! grep_q -F 'ctx-1.json' "$T/bounds/index.html" &&
+	grep_q -F "2 more files left out (the oldest)" "$T/bounds/index.html" ||
+	fail "the page does not hold the eight newest and say two were left out"
+echo "PASS: 3 dumps, 1 skipped, each with its context; delete-oldest took the oldest with its files; show and report render; show and report bounded"

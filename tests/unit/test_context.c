@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -114,6 +115,42 @@ static int has_control(const char *s, size_t len)
 		if (((unsigned char)s[i] < 0x20 && s[i] != '\n') || s[i] == 0x7f)
 			return 1;
 	return 0;
+}
+
+/* context_report(dir, NULL, lim) with its stderr caught: returns what it
+ * wrote there (malloc'd), its summary in *ret_sum, its result in *ret_r. */
+static char *report_caught(const char *dir, const struct context_limits *lim, char **ret_sum, int *ret_r)
+{
+	char err[PATH_MAX * 2], *text;
+	size_t sumlen = 0, len;
+	FILE *m = open_memstream(ret_sum, &sumlen), *tmp = tmpfile();
+	int saved = dup(2);
+
+	fflush(stderr);
+	dup2(fileno(tmp), 2);
+	*ret_r = context_report(dir, NULL, lim, m, err, sizeof(err));
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	fclose(m);
+	CHECK_MSG(*ret_r == 0, "%s", err);
+	len = (size_t)ftell(tmp);
+	text = calloc(1, len + 1);
+	rewind(tmp);
+	if (text && fread(text, 1, len, tmp) != len)
+		text[0] = '\0';
+	fclose(tmp);
+	return text;
+}
+
+/* Sets the modification time of dir/name to t seconds after the epoch. */
+static void set_mtime(const char *dir, const char *name, time_t t)
+{
+	char path[PATH_MAX];
+	struct timespec ts[2] = {{.tv_sec = t}, {.tv_sec = t}};
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	CHECK(utimensat(AT_FDCWD, path, ts, 0) == 0);
 }
 
 /* ---- pure parts -------------------------------------------------------- */
@@ -279,7 +316,8 @@ static void test_load(void)
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		snprintf(path, sizeof(path), "%s/%s.json", CTX_DIR, names[i]);
-		CHECK_MSG(context_load(AT_FDCWD, path, 1, &ctx, err, sizeof(err)) == 0, "%s: %s", path, err);
+		CHECK_MSG(context_load(AT_FDCWD, path, 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == 0,
+		          "%s: %s", path, err);
 		json_object_put(ctx);
 	}
 
@@ -300,19 +338,20 @@ static void test_load(void)
 	        "\"fired_unix_ms\": 1795000000123}");
 	fd = open(dir, O_RDONLY | O_DIRECTORY);
 	CHECK(fd >= 0);
-	CHECK(context_load(fd, "missing.json", 1, &ctx, err, sizeof(err)) == -ENOENT && ctx == NULL);
-	CHECK(context_load(fd, "other.json", 1, &ctx, err, sizeof(err)) == -ENOMSG);
-	CHECK(context_load(fd, "array.json", 1, &ctx, err, sizeof(err)) == -ENOMSG);
-	CHECK(context_load(fd, "broken.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
+	CHECK(context_load(fd, "missing.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -ENOENT &&
+	      ctx == NULL);
+	CHECK(context_load(fd, "other.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -ENOMSG);
+	CHECK(context_load(fd, "array.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -ENOMSG);
+	CHECK(context_load(fd, "broken.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -EBADMSG);
 	CHECK(strstr(err, "not JSON") != NULL);
-	CHECK(context_load(fd, "trailing.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
-	CHECK(context_load(fd, "nul.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
-	CHECK(context_load(fd, "v2.json", 1, &ctx, err, sizeof(err)) == -EPROTONOSUPPORT);
-	CHECK(context_load(fd, "vstr.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
-	CHECK(context_load(fd, "partial.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
+	CHECK(context_load(fd, "trailing.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -EBADMSG);
+	CHECK(context_load(fd, "nul.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -EBADMSG);
+	CHECK(context_load(fd, "v2.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -EPROTONOSUPPORT);
+	CHECK(context_load(fd, "vstr.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -EBADMSG);
+	CHECK(context_load(fd, "partial.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -EBADMSG);
 	CHECK_STR(err, "a broken dump context: no \"rule\" object");
-	CHECK(context_load(fd, "notime.json", 1, &ctx, err, sizeof(err)) == -EBADMSG);
-	CHECK(context_load(fd, "minimal.json", 1, &ctx, err, sizeof(err)) == 0);
+	CHECK(context_load(fd, "notime.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -EBADMSG);
+	CHECK(context_load(fd, "minimal.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == 0);
 	/* The least a view needs shows, with "?" for what is missing. */
 	{
 		char *buf = NULL;
@@ -329,20 +368,20 @@ static void test_load(void)
 
 	/* A directory, a FIFO (must not block), a symbolic link with nofollow. */
 	CHECK(mkdirat(fd, "d.json", 0700) == 0);
-	CHECK(context_load(fd, "d.json", 1, &ctx, err, sizeof(err)) == -EINVAL);
+	CHECK(context_load(fd, "d.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -EINVAL);
 	CHECK_STR(err, "not a regular file");
 	CHECK(mkfifoat(fd, "fifo.json", 0600) == 0);
-	CHECK(context_load(fd, "fifo.json", 1, &ctx, err, sizeof(err)) == -EINVAL);
+	CHECK(context_load(fd, "fifo.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -EINVAL);
 	CHECK(symlinkat("minimal.json", fd, "link.json") == 0);
-	CHECK(context_load(fd, "link.json", 1, &ctx, err, sizeof(err)) == -ELOOP);
-	CHECK(context_load(fd, "link.json", 0, &ctx, err, sizeof(err)) == 0);
+	CHECK(context_load(fd, "link.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -ELOOP);
+	CHECK(context_load(fd, "link.json", 0, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == 0);
 	json_object_put(ctx);
 	/* Larger than the cap (sparse: no disk used). */
 	{
 		int big = openat(fd, "big.json", O_WRONLY | O_CREAT | O_EXCL, 0600);
 		CHECK(big >= 0 && ftruncate(big, (off_t)CONTEXT_FILE_MAX + 1) == 0);
 		close(big);
-		CHECK(context_load(fd, "big.json", 1, &ctx, err, sizeof(err)) == -EFBIG);
+		CHECK(context_load(fd, "big.json", 1, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) == -EFBIG);
 	}
 	unlinkat(fd, "d.json", AT_REMOVEDIR);
 	close(fd);
@@ -359,7 +398,7 @@ static char *show(const char *name, int utf8)
 	FILE *m;
 
 	snprintf(path, sizeof(path), "%s/%s.json", CTX_DIR, name);
-	if (context_load(AT_FDCWD, path, 0, &ctx, err, sizeof(err)) < 0) {
+	if (context_load(AT_FDCWD, path, 0, CONTEXT_FILE_MAX, &ctx, NULL, err, sizeof(err)) < 0) {
 		CHECK_MSG(0, "%s: %s", path, err);
 		return strdup("");
 	}
@@ -454,7 +493,7 @@ static void test_report(void)
 	CHECK(symlink(target, path) == 0);
 
 	m = open_memstream(&sum, &sumlen);
-	r = context_report(dir, NULL, m, err, sizeof(err));
+	r = context_report(dir, NULL, NULL, m, err, sizeof(err));
 	fclose(m);
 	CHECK_MSG(r == 0, "%s", err);
 	{
@@ -517,7 +556,7 @@ static void test_report(void)
 		CHECK(unlink(core) == 0);
 		snprintf(path, sizeof(path), "%s/page.html", other);
 		m = fopen("/dev/null", "w");
-		CHECK(context_report(dir, path, m, err, sizeof(err)) == 0);
+		CHECK(context_report(dir, path, NULL, m, err, sizeof(err)) == 0);
 		fclose(m);
 		page = slurp(path, &len);
 		CHECK(page != NULL);
@@ -536,7 +575,7 @@ static void test_report(void)
 
 		snprintf(spelled, sizeof(spelled), "/tmp/..%s//", dir);
 		m = open_memstream(&sum, &sumlen);
-		CHECK(context_report(spelled, NULL, m, err, sizeof(err)) == 0);
+		CHECK(context_report(spelled, NULL, NULL, m, err, sizeof(err)) == 0);
 		fclose(m);
 		snprintf(want, sizeof(want), "wrote %s/index.html: 3 dumps (1 skipped, 1 failed)\n", dir);
 		CHECK_STR(sum, want);
@@ -552,12 +591,12 @@ static void test_report(void)
 
 		snprintf(link, sizeof(link), "%s/link", other);
 		CHECK(symlink(dir, link) == 0);
-		CHECK(context_report(link, NULL, stdout, err, sizeof(err)) == -ELOOP);
+		CHECK(context_report(link, NULL, NULL, stdout, err, sizeof(err)) == -ELOOP);
 		CHECK_MSG(strstr(err, "/link: a symbolic link, not followed") != NULL, "%s", err);
 		snprintf(linked, sizeof(linked), "%s/", link);
-		CHECK(context_report(linked, NULL, stdout, err, sizeof(err)) == -ELOOP);
+		CHECK(context_report(linked, NULL, NULL, stdout, err, sizeof(err)) == -ELOOP);
 		snprintf(linked, sizeof(linked), "%s/page.html", link);
-		CHECK(context_report(dir, linked, stdout, err, sizeof(err)) == -ELOOP);
+		CHECK(context_report(dir, linked, NULL, stdout, err, sizeof(err)) == -ELOOP);
 		snprintf(path, sizeof(path), "%s/index.html", dir);
 		CHECK(access(path, F_OK) < 0);
 		snprintf(path, sizeof(path), "%s/page.html", dir);
@@ -567,18 +606,18 @@ static void test_report(void)
 
 	/* Errors: no such directory; an output directory that does not exist;
 	 * an output that names no file. */
-	CHECK(context_report("/nonexistent-dir", NULL, stdout, err, sizeof(err)) == -ENOENT);
+	CHECK(context_report("/nonexistent-dir", NULL, NULL, stdout, err, sizeof(err)) == -ENOENT);
 	CHECK_STR(err, "/nonexistent-dir: No such file or directory");
 	snprintf(path, sizeof(path), "%s/no/page.html", other);
-	CHECK(context_report(dir, path, stdout, err, sizeof(err)) == -ENOENT);
+	CHECK(context_report(dir, path, NULL, stdout, err, sizeof(err)) == -ENOENT);
 	snprintf(path, sizeof(path), "%s/", other);
-	CHECK(context_report(dir, path, stdout, err, sizeof(err)) == -EISDIR);
+	CHECK(context_report(dir, path, NULL, stdout, err, sizeof(err)) == -EISDIR);
 	/* An empty directory still gets its page. */
 	{
 		char empty[] = "/tmp/test_context_empty.XXXXXX";
 		CHECK(mkdtemp(empty) != NULL);
 		m = fopen("/dev/null", "w");
-		CHECK(context_report(empty, NULL, m, err, sizeof(err)) == 0);
+		CHECK(context_report(empty, NULL, NULL, m, err, sizeof(err)) == 0);
 		fclose(m);
 		snprintf(path, sizeof(path), "%s/index.html", empty);
 		page = slurp(path, &len);
@@ -591,6 +630,203 @@ out:
 	remove_dir(other);
 }
 
+/* ---- bounds -------------------------------------------------------------- */
+
+/* A file past the per-context limit is refused unread, by show and by
+ * report: a valid context followed by NUL bytes up to the size says "too
+ * large", where a file that was read would say "not JSON: it holds a NUL
+ * byte". */
+static void test_file_limit(void)
+{
+	char dir[] = "/tmp/test_context.XXXXXX", path[PATH_MAX], err[PATH_MAX + 512], *sum = NULL, *caught, *text;
+	struct context_limits lim = context_limits_default;
+	size_t len;
+	FILE *devnull = fopen("/dev/null", "w");
+	int r, fd;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/%s.json", CTX_DIR, CTX_DUMP);
+	text = slurp(path, &len);
+	CHECK(text != NULL);
+	if (!text)
+		return;
+	put_file(dir, "huge.json", text, len);
+	snprintf(path, sizeof(path), "%s/huge.json", dir);
+	fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && ftruncate(fd, (off_t)CONTEXT_FILE_MAX + 1) == 0);
+	close(fd);
+	r = context_show_file(path, devnull, err, sizeof(err));
+	CHECK_MSG(r == -EFBIG, "%d %s", r, err);
+	CHECK_MSG(strstr(err, "/huge.json: too large for a dump context (4194305 bytes; at most 4194304), not read") &&
+	              !strchr(err, '\n'),
+	          "%s", err);
+	/* At the limit it is read (and then is not JSON). */
+	CHECK(truncate(path, (off_t)CONTEXT_FILE_MAX) == 0);
+	r = context_show_file(path, devnull, err, sizeof(err));
+	CHECK_MSG(r == -EBADMSG && strstr(err, "NUL byte"), "%d %s", r, err);
+
+	/* In a report, with a smaller limit: the fixture is shown, a copy one
+	 * byte longer than the limit is warned about, unread. */
+	lim.file_max = len;
+	CHECK(truncate(path, (off_t)len + 1) == 0);
+	put_file(dir, CTX_DUMP ".json", text, len);
+	caught = report_caught(dir, &lim, &sum, &r);
+	CHECK_MSG(caught && strstr(caught, "/huge.json: too large for a dump context") && !strstr(caught, "NUL") &&
+	              count(caught, "\n") == 1,
+	          "%s", caught ? caught : "");
+	CHECK_MSG(sum && strstr(sum, ": 1 dump (0 skipped, 0 failed)\n"), "%s", sum ? sum : "");
+	free(caught);
+	free(sum);
+	free(text);
+	fclose(devnull);
+	remove_dir(dir);
+}
+
+/* Six copies of one context, c0 (oldest) to c5 (newest, by the fire and by
+ * modification time), and a file that is not JSON, older than all of them. */
+static void make_six(const char *dir, size_t *ret_len)
+{
+	char path[PATH_MAX], name[32], *text, *p;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/%s.json", CTX_DIR, CTX_DUMP);
+	text = slurp(path, &len);
+	CHECK(text != NULL);
+	*ret_len = len;
+	if (!text)
+		return;
+	p = strstr(text, "1795000000123"); /* fired_unix_ms */
+	CHECK(p != NULL);
+	for (int i = 0; i < 6 && p; i++) {
+		p[12] = (char)('0' + i); /* fired 1795000000120 + i */
+		snprintf(name, sizeof(name), "c%d.json", i);
+		put_file(dir, name, text, len);
+		set_mtime(dir, name, 1795000000 + i);
+	}
+	put_str(dir, "a-not-json.json", "not JSON at all");
+	set_mtime(dir, "a-not-json.json", 1700000000);
+	free(text);
+}
+
+/* The line that names what was left out: exactly one, holding each of the
+ * names given (NULL-terminated) in that order. */
+static void check_left_out(const char *caught, const char *what, const char *const *names)
+{
+	const char *line = caught ? strstr(caught, " left out of the page") : NULL, *at;
+
+	CHECK_MSG(line != NULL, "no line says what was left out: %s", caught ? caught : "");
+	if (!line)
+		return;
+	while (line > caught && line[-1] != '\n')
+		line--;
+	CHECK_MSG(count(caught, "left out") == 1, "%s", caught);
+	CHECK_MSG(strstr(line, what) != NULL && strstr(line, what) < strchr(line, '\n'), "'%s' not in: %s", what,
+	          caught);
+	at = line;
+	for (size_t i = 0; names[i]; i++) {
+		const char *n = strstr(at, names[i]);
+		CHECK_MSG(n != NULL && n < strchr(line, '\n'), "%s not named (in order) in: %s", names[i], caught);
+		at = n ? n : at;
+	}
+}
+
+static void test_report_limits(void)
+{
+	char dir[] = "/tmp/test_context.XXXXXX", path[PATH_MAX], *sum = NULL, *caught, *page;
+	struct context_limits lim = context_limits_default;
+	size_t len, plen;
+	int r;
+
+	CHECK(mkdtemp(dir) != NULL);
+	make_six(dir, &len);
+	snprintf(path, sizeof(path), "%s/index.html", dir);
+
+	/* The total read: room for two and a half contexts. The two newest are
+	 * shown; the four older ones and the file that is not JSON are not read
+	 * (no warning about it), and named in one line. */
+	lim.read_max = len * 5 / 2;
+	caught = report_caught(dir, &lim, &sum, &r);
+	{
+		static const char *const left[] = {"c3.json", "c2.json", "c1.json", "c0.json", "a-not-json.json", NULL};
+		char what[128];
+		snprintf(what, sizeof(what),
+		         "5 files left out of the page, the oldest, beyond the report's limits (%zu "
+		         "bytes of contexts read)",
+		         lim.read_max);
+		check_left_out(caught, what, left);
+	}
+	CHECK_MSG(caught && !strstr(caught, "not JSON"), "%s", caught ? caught : "");
+	CHECK_MSG(sum && strstr(sum, ": 2 dumps (0 skipped, 0 failed), 5 files left out\n"), "%s", sum ? sum : "");
+	page = slurp(path, &plen);
+	CHECK(page && count(page, "<article") == 2 && strstr(page, "c5.json") && strstr(page, "c4.json") &&
+	      !strstr(page, "c3.json"));
+	CHECK(page && strstr(page, "5 more files left out (the oldest)") != NULL);
+	free(page);
+	free(caught);
+	free(sum);
+
+	/* The count: three. */
+	lim = context_limits_default;
+	lim.count_max = 3;
+	caught = report_caught(dir, &lim, &sum, &r);
+	{
+		static const char *const left[] = {"c2.json", "c1.json", "c0.json", "a-not-json.json", NULL};
+		check_left_out(caught, "4 files left out of the page, the oldest, beyond the report's limits (3 files)",
+		               left);
+	}
+	CHECK_MSG(sum && strstr(sum, ": 3 dumps (0 skipped, 0 failed), 4 files left out\n"), "%s", sum ? sum : "");
+	free(caught);
+	free(sum);
+
+	/* The page: cards while they fit; the page stays within the bound (and
+	 * its header). */
+	lim = context_limits_default;
+	lim.page_max = 2 * len;
+	caught = report_caught(dir, &lim, &sum, &r);
+	page = slurp(path, &plen);
+	{
+		int shown = page ? count(page, "<article") : -1;
+		char what[128], want[64];
+
+		CHECK_MSG(shown >= 1 && shown < 6, "%d cards", shown);
+		CHECK_MSG(page && plen <= lim.page_max + 16384, "a page of %zu bytes", plen);
+		snprintf(what, sizeof(what),
+		         "%d files left out of the page, the oldest, beyond the report's limits "
+		         "(%zu bytes of page)",
+		         6 - shown, lim.page_max);
+		check_left_out(caught, what, (const char *const[]){"c0.json", NULL});
+		snprintf(want, sizeof(want), ": %d dump%s (0 skipped, 0 failed), %d files left out\n", shown,
+		         shown == 1 ? "" : "s", 6 - shown);
+		CHECK_MSG(sum && strstr(sum, want), "%s", sum ? sum : "");
+		/* The not-JSON file was read this time, and warned about. */
+		CHECK_MSG(caught && strstr(caught, "a-not-json.json: not JSON"), "%s", caught ? caught : "");
+	}
+	free(page);
+	free(caught);
+	free(sum);
+
+	/* Many names: one line all the same, the names that fit and a count. */
+	{
+		char name[64];
+		static const char *const newest[] = {"many-299-", "many-298-", "many-297-", NULL};
+
+		for (int i = 0; i < 300; i++) {
+			snprintf(name, sizeof(name), "many-%03d-%s.json", i, "a-rather-long-name-of-a-dump-context");
+			put_str(dir, name, "{}");
+			set_mtime(dir, name, 1600000000 + i);
+		}
+		lim = context_limits_default;
+		lim.count_max = 6;
+		caught = report_caught(dir, &lim, &sum, &r);
+		check_left_out(caught, "301 files left out of the page", newest);
+		CHECK_MSG(caught && count(caught, "\n") == 1 && strlen(caught) < 2048 && strstr(caught, " more\n"),
+		          "%s", caught ? caught : "");
+		free(caught);
+		free(sum);
+	}
+	remove_dir(dir);
+}
+
 int main(void)
 {
 	test_sidecar_name();
@@ -600,5 +836,7 @@ int main(void)
 	test_load();
 	test_show();
 	test_report();
+	test_file_limit();
+	test_report_limits();
 	return check_done();
 }
