@@ -15,7 +15,9 @@
 #define STATUS_ANSWER_MAX (64u * 1024 * 1024)
 
 /* Connects to the guard at socket_path and reads its answer until EOF, all
- * within timeout_ms. The server must run as root or as our own user. On
+ * within timeout_ms (negative: no deadline, for a caller that waits on
+ * something else, such as a test on a loaded machine). The server must run as
+ * root or as our own user. On
  * success *ret_text is a malloc'd NUL-terminated copy (the caller frees it)
  * of *ret_len bytes. Returns 0 or, with a one-line sentence in err:
  * -ENOENT (no guard is running: the socket does not exist), -EACCES (not

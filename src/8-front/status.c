@@ -134,7 +134,8 @@ static void fmt_timeout(int timeout_ms, char *buf, size_t buflen)
 
 int status_query(const char *socket_path, int timeout_ms, char **ret_text, size_t *ret_len, char *err, size_t errlen)
 {
-	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	/* No deadline: for a caller that waits for the answer, not for time. */
+	int64_t deadline = timeout_ms < 0 ? INT64_MAX : now_ms() + timeout_ms;
 	const char *p = socket_path;
 	struct ucred cr;
 	socklen_t crlen = sizeof(cr);
