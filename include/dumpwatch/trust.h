@@ -65,4 +65,12 @@ int trust_path_within(const char *path, const char *dir);
  * "hook"). 0, or -errno with a sentence in err. Does I/O. */
 int trust_exec_path(const char *path, const char *what, char *out, size_t outlen, char *err, size_t errlen);
 
+/* Finds dumpwatch's helper program name (dumpwatch-upload, ...) into out,
+ * never through the environment: in the libexec directory given at build
+ * time (DW_LIBEXEC_DIR), else beside the running program (the build tree),
+ * else in ../libexec/dumpwatch from it (an installation moved elsewhere),
+ * the first that exists; it must pass trust_exec_path. 0, or -errno with a
+ * sentence in err naming where it was looked for, or why it was refused. */
+int trust_helper_path(const char *name, char *out, size_t outlen, char *err, size_t errlen);
+
 #endif

@@ -383,6 +383,39 @@ static int path_is_exec_safe(const char *path, char *err, size_t errlen)
 	}
 }
 
+#ifndef DW_LIBEXEC_DIR
+#define DW_LIBEXEC_DIR "/usr/local/libexec/dumpwatch"
+#endif
+
+int trust_helper_path(const char *name, char *out, size_t outlen, char *err, size_t errlen)
+{
+	char self[PATH_MAX], cand[3][PATH_MAX + NAME_MAX + 32];
+	size_t n = 0;
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (strchr(name, '/') || strlen(name) > NAME_MAX) {
+		snprintf(err, errlen, "helper program \"%.64s\": not a file name", name);
+		return -EINVAL;
+	}
+	snprintf(cand[n++], sizeof(cand[0]), "%s/%s", DW_LIBEXEC_DIR, name);
+	if (len > 0) {
+		self[len] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(cand[n++], sizeof(cand[0]), "%s/%s", self, name);
+			snprintf(cand[n++], sizeof(cand[0]), "%s/../libexec/dumpwatch/%s", self, name);
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (access(cand[i], F_OK) == 0)
+			return trust_exec_path(cand[i], name, out, outlen, err, errlen);
+	}
+	snprintf(err, errlen, "helper program %s not found in %s%s%s: reinstall dumpwatch", name, DW_LIBEXEC_DIR,
+	         n > 1 ? " nor beside " : "", n > 1 ? self : "");
+	return -ENOENT;
+}
+
 int trust_exec_path(const char *path, const char *what, char *out, size_t outlen, char *err, size_t errlen)
 {
 	char real[PATH_MAX];

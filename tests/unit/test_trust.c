@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,8 +290,19 @@ static void test_walk(void)
 	rm_top();
 }
 
+/* Helper programs: found by name, never by a path or the environment. */
+static void test_helper(void)
+{
+	char out[PATH_MAX], err[PATH_MAX * 2];
+
+	CHECK(trust_helper_path("../bin/sh", out, sizeof(out), err, sizeof(err)) == -EINVAL);
+	CHECK(trust_helper_path("dumpwatch-no-such-helper", out, sizeof(out), err, sizeof(err)) == -ENOENT);
+	CHECK(strstr(err, "dumpwatch-no-such-helper not found in ") != NULL);
+}
+
 int main(void)
 {
+	test_helper();
 	test_judge();
 	test_paths();
 	test_walk();
