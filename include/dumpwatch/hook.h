@@ -9,9 +9,8 @@
  * loop and outlives the process the hook is about.
  *
  * Whom it runs as: as root, by default, a uid of its own for each run (a
- * transient uid no user, group or other process has), so that nothing but
- * the hook's own processes can trace it or take its descriptors; or a user
- * the operator names. Everything the hook started dies with it, also what
+ * transient uid, uidpool.h), so that nothing but the hook's own processes
+ * can trace it or take its descriptors; or a user the operator names. Everything the hook started dies with it, also what
  * left its session or was double-forked. Slots are shared fairly between the
  * owners of the processes the hooks are about; a hook that finds none waits,
  * and one that cannot wait is dropped, journaled. */
@@ -32,13 +31,6 @@
 #define HOOK_WAITING_PER_OWNER 8 /* of them, for the processes of one user */
 #define HOOK_OUTPUT_TAIL 512     /* bytes of a hook's output kept for the journal */
 #define HOOK_GROUPS_MAX 64       /* supplementary groups of the hook's user */
-
-/* The transient uids (and gids of the same number): 65,536 from
- * 2,102,853,632 (0x7D570000), in a range that systemd's table of uid ranges
- * leaves unused (1879048192-2147483647: above container ranges, below
- * 2^31). A uid is taken only when no user, group or process has it. */
-#define HOOK_UID_BASE 0x7D570000u
-#define HOOK_UID_COUNT 65536u
 
 /* Whom hooks run as. */
 struct hook_user {

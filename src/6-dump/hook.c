@@ -1,12 +1,9 @@
 /* Hooks: see hook.h.
  *
- * Whom a hook runs as. As root, by default, each run gets a uid of its own
- * (and the gid of that number, with no supplementary groups), taken from
- * HOOK_UID_BASE on only when no user, group or process has it. Tracing a
- * process and taking its descriptors (ptrace, pidfd_getfd, /proc/PID/fd)
- * need its uid or privileges: with a uid no other process has, only the
- * hook's own processes and root can reach the dump it holds. A named user is
- * honoured, and the start says that the processes of that user can.
+ * Whom a hook runs as. As root, by default, each run gets a transient uid of
+ * its own (uidpool.h): only the hook's own processes and root can trace it
+ * or take its descriptors (the dump). A named user is honoured, and the
+ * start says that the processes of that user can.
  *
  * The tree. A hook is started by a supervisor: a child of dumpwatch that
  * stays root, becomes a child subreaper (PR_SET_CHILD_SUBREAPER), forks the
@@ -45,7 +42,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -56,6 +52,7 @@
 #include "dumpwatch/log.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/trust.h"
+#include "dumpwatch/uidpool.h"
 
 /* ---- the user ------------------------------------------------------------ */
 
@@ -148,37 +145,6 @@ int hook_user_resolve(const char *name, struct hook_user *u, char *err, size_t e
 	return 0;
 }
 
-/* Calls fn(uid, ctx) for every uid (real, effective, saved, filesystem) of
- * every process in /proc. */
-static void each_process_uid(void (*fn)(uid_t uid, void *ctx), void *ctx)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		char path[64], buf[2048];
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%.20s/status", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		const char *l = strstr(buf, "\nUid:");
-		unsigned long ids[4];
-		if (l && sscanf(l + 5, "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) == 4)
-			for (int i = 0; i < 4; i++)
-				fn((uid_t)ids[i], ctx);
-	}
-	closedir(d);
-}
-
 static void count_uid(uid_t uid, void *ctx)
 {
 	struct {
@@ -198,7 +164,7 @@ int hook_user_warning(const struct hook_user *u, char *out, size_t outlen)
 
 	if (u->transient || geteuid() != 0)
 		return 0;
-	each_process_uid(count_uid, &c);
+	uidpool_each_process_uid(count_uid, &c);
 	if (c.n == 0)
 		return 0;
 	/* A process shows its uid up to four times (real, effective, saved,
@@ -250,7 +216,6 @@ struct hook_runner {
 	size_t n_jobs;
 	struct hook_req *waiting[HOOK_WAITING_MAX]; /* oldest first */
 	size_t n_waiting;
-	uint32_t next_uid; /* offset of the next transient uid to try */
 };
 
 /* What the supervisor writes on its pipe before it exits. */
@@ -276,12 +241,6 @@ struct hook_runner *hook_runner_new(struct loop *l, struct journal *j, const str
 	}
 	h->done = done;
 	h->done_ctx = done_ctx;
-	/* Transient uids are taken from a place no start repeats, so that a
-	 * file a hook left behind names a uid the next runs are unlikely to
-	 * have. */
-	if (getrandom(&h->next_uid, sizeof(h->next_uid), GRND_NONBLOCK) != (ssize_t)sizeof(h->next_uid))
-		h->next_uid = (uint32_t)getpid() * 2654435761u;
-	h->next_uid %= HOOK_UID_COUNT;
 	return h;
 }
 
@@ -417,51 +376,6 @@ static size_t waiting_for(const struct hook_runner *h, uid_t owner)
 static int has_slot(const struct hook_runner *h, uid_t owner)
 {
 	return h->n_jobs < HOOK_RUNNING_MAX && running_for(h, owner) < HOOK_RUNNING_PER_OWNER;
-}
-
-/* ---- the transient uid --------------------------------------------------- */
-
-struct uids_used {
-	uint8_t bits[HOOK_UID_COUNT / 8];
-};
-
-static void mark_uid(uid_t uid, void *ctx)
-{
-	struct uids_used *u = ctx;
-	if (uid >= HOOK_UID_BASE && uid - HOOK_UID_BASE < HOOK_UID_COUNT)
-		u->bits[(uid - HOOK_UID_BASE) / 8] |= (uint8_t)(1u << ((uid - HOOK_UID_BASE) % 8));
-}
-
-/* A uid of the range that no running hook, user, group or process has, into
- * *ret. 0, or -EAGAIN when none could be found. */
-static int pick_uid(struct hook_runner *h, uid_t *ret)
-{
-	struct uids_used *used = calloc(1, sizeof(*used));
-
-	if (!used)
-		return -ENOMEM;
-	each_process_uid(mark_uid, used);
-	for (size_t i = 0; i < h->n_jobs; i++)
-		mark_uid(h->jobs[i]->uid, used);
-	for (uint32_t k = 0; k < HOOK_UID_COUNT; k++) {
-		uint32_t off = (h->next_uid + k) % HOOK_UID_COUNT;
-		uid_t uid = HOOK_UID_BASE + off;
-		struct passwd pw, *pwp = NULL;
-		struct group gr, *grp = NULL;
-		char buf[4096];
-		if (used->bits[off / 8] & (1u << (off % 8)))
-			continue;
-		if (getpwuid_r(uid, &pw, buf, sizeof(buf), &pwp) == 0 && pwp)
-			continue;
-		if (getgrgid_r(uid, &gr, buf, sizeof(buf), &grp) == 0 && grp)
-			continue;
-		h->next_uid = (off + 1) % HOOK_UID_COUNT;
-		free(used);
-		*ret = uid;
-		return 0;
-	}
-	free(used);
-	return -EAGAIN;
 }
 
 /* ---- the supervisor and the hook (children) ------------------------------ */
@@ -628,16 +542,8 @@ static void supervise(const struct hook_user *u, uid_t uid, const char *prog, ch
 	}
 
 	/* Whatever is left goes. */
-	if (u->transient && hook > 0) {
-		pid_t k = fork();
-		if (k == 0) {
-			if (become(uid, (gid_t)uid, NULL, 0) == 0)
-				kill(-1, SIGKILL);
-			_exit(0);
-		}
-		while (k > 0 && waitpid(k, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
+	if (u->transient && hook > 0)
+		uidpool_kill_all(uid);
 	for (;;) {
 		int st;
 		kill_children();
@@ -731,6 +637,9 @@ static void job_free(struct hook_job *jb)
 	}
 	if (jb->report_fd >= 0)
 		close(jb->report_fd);
+	/* The supervisor killed all of the uid before it ended. */
+	if (h->user.transient)
+		uidpool_release(jb->uid, 0);
 	req_free(jb->rq);
 	free(jb);
 }
@@ -857,11 +766,6 @@ static int start(struct hook_runner *h, struct hook_req *rq, char *err, size_t e
 
 	if ((r = trust_exec_path(hook_cmd_arg(&rq->cmd, 0), "hook", real, sizeof(real), err, errlen)) < 0)
 		return not_run(h, rq, r, err);
-	if (h->user.transient && (r = pick_uid(h, &uid)) < 0) {
-		snprintf(err, errlen, "no transient uid is free (%u from %u are taken): %s", HOOK_UID_COUNT,
-		         HOOK_UID_BASE, strerror(-r));
-		return not_run(h, rq, r, err);
-	}
 	if (pipe2(out, O_CLOEXEC | O_NONBLOCK) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "cannot start it: %s", strerror(-r));
@@ -879,6 +783,11 @@ static int start(struct hook_runner *h, struct hook_req *rq, char *err, size_t e
 		close(out[0]), close(out[1]), close(rep[0]), close(rep[1]);
 		snprintf(err, errlen, "out of memory");
 		return not_run(h, rq, -ENOMEM, err);
+	}
+	if (h->user.transient && (r = uidpool_lease(&uid, err, errlen)) < 0) {
+		close(out[0]), close(out[1]), close(rep[0]), close(rep[1]);
+		free(jb);
+		return not_run(h, rq, r, err);
 	}
 	jb->h = h;
 	jb->rq = rq;
@@ -929,6 +838,8 @@ static int start(struct hook_runner *h, struct hook_req *rq, char *err, size_t e
 		jb->rq = NULL;
 		close(jb->out_fd);
 		close(jb->report_fd);
+		if (h->user.transient)
+			uidpool_release(uid, 0);
 		free(jb);
 		snprintf(err, errlen, "cannot start it: %s", strerror(fe));
 		return not_run(h, rq, -fe, err);
