@@ -44,7 +44,7 @@ fi
 build=${DW_INSTALL_BUILD:-$here/build-install} # DW_INSTALL_BUILD: tests build elsewhere
 mkdir -p "$build"
 if ! { cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$prefix" &&
-	cmake --build "$build" --target dumpwatch -j"$(nproc)" &&
+	cmake --build "$build" --target programs -j"$(nproc)" &&
 	DESTDIR="$root" cmake --install "$build"; } >"$build/install.log" 2>&1; then
 	cat "$build/install.log" >&2
 	echo "install: build or install failed (log above, also in $build.log)" >&2

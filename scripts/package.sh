@@ -22,7 +22,7 @@ export CFLAGS LDFLAGS
 rm -f "$build/CMakeCache.txt" # the flags are read at the first configure only
 if ! { cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
 	-DDUMPWATCH_PACKAGE=ON -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON &&
-	cmake --build "$build" --target dumpwatch package_files -j"$(nproc)" &&
+	cmake --build "$build" --target programs package_files -j"$(nproc)" &&
 	(cd "$build" && rm -f ./*.deb && cpack -G DEB); } >"$build/package.log" 2>&1; then
 	cat "$build/package.log" >&2
 	echo "package: failed (log above, also in $build/package.log)" >&2

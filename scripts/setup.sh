@@ -7,7 +7,7 @@
 # for the .NET SDK, which the test programs need
 # (it is not installed here).
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libjson-c-dev libinotifytools0-dev libcurl4-openssl-dev libmicrohttpd-dev prometheus curl python3-yaml time inotify-tools binutils procps jq python3 valgrind clang libclang-rt-14-dev mandoc lintian dpkg-dev passwd util-linux libunity-dev dbus python3-gi desktop-file-utils chromium libxml2-utils python3-jsonschema python3-pil)
+pkgs=(build-essential cmake pkg-config libjson-c-dev libinotifytools0-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev prometheus curl python3-yaml time inotify-tools binutils procps jq python3 valgrind clang libclang-rt-14-dev mandoc lintian dpkg-dev passwd util-linux libunity-dev dbus python3-gi desktop-file-utils chromium libxml2-utils python3-jsonschema python3-pil)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,25 +1,20 @@
-/* A client for S3-compatible object storage, for uploading dumps: AWS
- * Signature Version 4 (header form), path-style and virtual-hosted URLs, a
- * single PUT or a multipart upload of a range of an open file, the server's
- * errors turned into -errno and one sentence, and the credentials read from
- * the environment or from a root-only file.
+/* S3-compatible object storage, what the daemon itself needs of it: the
+ * configuration (endpoint, bucket, prefix, addressing, part size) checked,
+ * the request targets it names, the credentials read from the environment
+ * or a root-only file, and the pure parts of the protocol shared with the
+ * upload helper (src/helpers/upload/s3client.h, which makes the requests):
+ * URI and query encoding, the date, and the bounded reading of an answer.
  *
- * s3_put_file blocks (libcurl's easy interface): it is meant for a child
- * process per upload. Every request is bounded by a connect timeout, a
- * low-speed limit and a total time. An answer is taken on trust in nothing:
- * its header lines, its body and its ETag have bounds (below), and an answer
- * beyond one, or malformed, fails the request as retryable; what of it reaches
- * an error sentence is escaped into one line. The secret key and the
- * signatures never appear in a sentence.
+ * An answer is taken on trust in nothing: its header lines, its body and
+ * its ETag have bounds (below), and an answer beyond one, or malformed,
+ * fails the request as retryable; what of it reaches an error sentence is
+ * escaped into one line. Retryable or permanent is decided by the S3 error
+ * code, else the HTTP status (s3_judge_response): permanent only when a
+ * retry cannot help (the bucket, the credentials, the region or the part
+ * size is wrong), everything else retryable.
  *
- * Retryable or permanent is decided by the S3 error code, else the HTTP
- * status, else libcurl's code (s3_judge_response, s3_transport_verdict):
- * permanent only when a retry cannot help (the bucket, the credentials, the
- * region or the part size is wrong), everything else retryable.
- *
- * The rest is pure (no sockets, no clock, no globals) and unit-tested:
- * signing, URI encoding, URL building, the bounded XML field extraction, the
- * ETag grammar and the classification of errors. */
+ * All of it is pure (no sockets, no clock, no globals) but the credentials'
+ * loading, and unit-tested. */
 #ifndef DUMPWATCH_S3_H
 #define DUMPWATCH_S3_H
 
@@ -73,14 +68,6 @@ struct s3_config {
 	const struct s3_credentials *creds;
 };
 
-/* What a successful upload made. */
-struct s3_result {
-	char key[S3_KEY_MAX + 1];   /* the object's key, prefix included */
-	char etag[S3_ETAG_MAX + 1]; /* as the server gave it ("" when it gave none) */
-	uint64_t size;
-	unsigned parts; /* 0: a single PUT */
-};
-
 /* Checks c (endpoint form, bucket name, region, part size, credentials).
  * Returns 0, or -EINVAL with a sentence. */
 int s3_config_check(const struct s3_config *c, char *err, size_t errlen);
@@ -107,32 +94,19 @@ struct s3_target {
 };
 int s3_target_build(const struct s3_config *c, const char *key, struct s3_target *out, char *err, size_t errlen);
 
+/* The object's key, c's prefix + key, into out (S3_KEY_MAX + 1 bytes): not
+ * empty, at most S3_KEY_MAX bytes, valid UTF-8. 0, or -EINVAL with a
+ * sentence. */
+int s3_full_key(const struct s3_config *c, const char *key, char *out, char *err, size_t errlen);
+
+/* Whether s is 1 to max bytes of visible ASCII (no blank, no control). */
+int s3_printable(const char *s, size_t max);
+
 /* A name and a value: a query parameter or a header. */
 struct s3_param {
 	const char *name;
 	const char *value;
 };
-
-/* One request to sign (AWS Signature Version 4, header form). */
-struct s3_sign_input {
-	const char *method;           /* "PUT" */
-	const char *canonical_uri;    /* already encoded: s3_target.uri */
-	const struct s3_param *query; /* raw names and values (encoded here); "uploads" takes value "" */
-	size_t nquery;
-	const struct s3_param *headers; /* every header to sign, host and x-amz-* included; names in any case */
-	size_t nheaders;
-	const char *payload_hash; /* hex SHA-256 of the body, as sent in x-amz-content-sha256 */
-	const char *amz_date;     /* "YYYYMMDDTHHMMSSZ", as sent in x-amz-date */
-	const char *region;
-	const char *service; /* NULL: "s3" */
-	const char *access_key_id;
-	const char *secret_access_key;
-};
-
-/* Writes the Authorization header value ("AWS4-HMAC-SHA256 Credential=...,
- * SignedHeaders=...,Signature=...") into out. Returns 0, -EINVAL for a
- * malformed date or too many headers, -ENAMETOOLONG when out is too small. */
-int s3_sign_v4(const struct s3_sign_input *in, char *out, size_t outlen);
 
 /* The query string of a request: the parameters sorted by name, names and
  * values encoded, "name=value" joined by '&' (what is signed and sent).
@@ -180,15 +154,6 @@ int s3_etag_check(const char *etag, size_t len);
  * body (escaped, bounded) and what to do. */
 int s3_judge_response(long status, const char *body, size_t len, const char *what, char *err, size_t errlen);
 
-/* The verdict on a transfer libcurl failed (curl_code, a CURLcode other than
- * CURLE_OK): -EINVAL when it says the request cannot be made here at all (an
- * unsupported protocol, a malformed URL, a feature not built in, an option
- * refused), which no retry changes; else -EAGAIN: the network, the server,
- * a timeout, a TLS failure, and CURLE_OUT_OF_MEMORY, which libcurl also
- * returns for a header line longer than it takes (100 KiB) and so says
- * nothing of this process's memory. */
-int s3_transport_verdict(int curl_code);
-
 /* Reads credentials into out. file NULL: from AWS_ACCESS_KEY_ID,
  * AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (optional). Otherwise from the
  * file, KEY=VALUE lines with those names (blank lines, '#' comments; a value
@@ -200,25 +165,13 @@ int s3_transport_verdict(int curl_code);
  * fix), -EINVAL (a malformed line, with FILE:LINE), or another -errno. */
 int s3_credentials_load(struct s3_credentials *out, const char *file, char *err, size_t errlen);
 
+/* Parses len bytes at buf, KEY=VALUE lines as s3_credentials_load reads a
+ * file (from names the source in messages, "FILE:LINE"), into out. 0,
+ * -ENOENT (no key in it), -EINVAL (a malformed line). Pure. */
+int s3_credentials_parse(struct s3_credentials *out, const char *buf, size_t len, const char *from, char *err,
+                         size_t errlen);
+
 /* Overwrites the credentials (the secret stays in no freed memory). */
 void s3_credentials_clear(struct s3_credentials *c);
-
-/* Uploads size bytes of the open regular file fd, from offset 0, as
- * prefix+key, with content_type (NULL: application/octet-stream). A single
- * PUT when size <= the part size, else a multipart upload, aborted on any
- * failure. The file is read with pread only (twice: once to hash each
- * request's payload, once to send it), so fd's offset is untouched; the bytes
- * must not change meanwhile. Every answer is checked: its header lines and
- * body within the bounds above, the ETag of a PUT (optional) and of each part
- * (required) by s3_etag_check, an UploadId in CreateMultipartUpload's answer,
- * a CompleteMultipartUploadResult (its ETag checked) in
- * CompleteMultipartUpload's. Returns 0 with out filled (out may be NULL),
- * -EAGAIN for a failure worth retrying (no connection, a timeout, 5xx, 429,
- * throttling, an answer beyond a bound or malformed: see s3_judge_response
- * and s3_transport_verdict), or a permanent -errno (-EACCES, -ENOENT,
- * -EINVAL, -EIO, -EFBIG; a local file that cannot be read included), with one
- * sentence in err. */
-int s3_put_file(const struct s3_config *c, int fd, uint64_t size, const char *key, const char *content_type,
-                struct s3_result *out, char *err, size_t errlen);
 
 #endif

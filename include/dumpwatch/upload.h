@@ -3,8 +3,9 @@
  *
  * A dump enqueued is written at once as one entry file in the queue
  * directory (STATE_DIR/uploads, root's, 0700) before anything is sent; each
- * file of it is uploaded by a child process (s3_put_file blocks), one at a
- * time, watched through a pidfd on the shared loop, so that a slow or dead
+ * file of it is uploaded by the upload helper (dumpwatch-upload), one at a
+ * time, as a transient uid of its own, watched through a pidfd on the shared
+ * loop, so that a slow or dead
  * server delays nothing else. A file uploaded is marked so in the entry
  * before the next starts: a retry, or a restart, sends only what has not
  * arrived. A failure is retried with backoff (5 s doubling to 10 min) for as

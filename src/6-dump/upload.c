@@ -1,9 +1,14 @@
-/* The upload queue: see upload.h. One child at a time sends one file; the
- * entry file is rewritten (new file, fsync, rename) after each file arrives,
- * so that what is on disk always says what is left to send. The child writes
- * one line on a pipe: "0 BYTES PARTS" after success, "-ERRNO SENTENCE"
- * after a failure; its exit alone says nothing (a crash is a retryable
- * failure). */
+/* The upload queue: see upload.h. One child at a time sends one file: it
+ * opens the file as root, then runs the upload helper (dumpwatch-upload,
+ * src/helpers/upload/) under a transient uid of its own (uidpool.h), handing
+ * it the file, the credentials and the report pipe as descriptors; when it
+ * ends, whatever still runs under that uid is killed. The entry file is
+ * rewritten (new file, fsync, rename) after each file arrives, so that what
+ * is on disk always says what is left to send. The helper writes one line on
+ * the pipe: "0 BYTES PARTS" after success, "-ERRNO SENTENCE" after a
+ * failure; its exit alone says nothing (a crash is a retryable failure). A
+ * helper that is missing, or that root may not run, is a permanent failure:
+ * one journaled line, the files kept. */
 #include "dumpwatch/upload.h"
 
 #include <dirent.h>
@@ -26,6 +31,8 @@
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/text.h"
+#include "dumpwatch/trust.h"
+#include "dumpwatch/uidpool.h"
 
 #define ENTRY_FILE_MAX 65536 /* bytes of one queue entry file read back */
 #define CHILD_MSG_MAX 2048
@@ -64,6 +71,7 @@ struct uploader {
 	struct loop_timer timer;
 	/* The upload under way. */
 	pid_t child;
+	uid_t uid; /* its helper's transient uid; 0: none */
 	int pidfd, msg_fd;
 	struct up_entry *cur;
 	size_t cur_file;
@@ -410,6 +418,10 @@ static void child_reaped(struct uploader *u, int status)
 	loop_del(u->loop, u->pidfd);
 	close(u->pidfd);
 	u->pidfd = -1;
+	/* Whatever the helper left running under its uid goes with it. */
+	if (u->uid)
+		uidpool_release(u->uid, 1);
+	u->uid = 0;
 	if (u->msg_fd >= 0) {
 		loop_del(u->loop, u->msg_fd);
 		close(u->msg_fd);
@@ -477,36 +489,92 @@ static const char *content_type(const char *path)
 	return "application/octet-stream";
 }
 
-/* The child: sends one file and says how it went on out. Never returns. */
-static void child_run(struct uploader *u, const struct up_file *f, int out)
+/* The daemon's environment variables the helper keeps: the proxy and the
+ * CA certificates an operator may set for the service; nothing else. */
+static const char *const helper_env[] = {"http_proxy", "https_proxy", "no_proxy",  "HTTP_PROXY",    "HTTPS_PROXY",
+                                         "NO_PROXY",   "ALL_PROXY",   "all_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR"};
+
+/* The child: opens the file (as root), hands it, the credentials and the
+ * report pipe (out) to the helper as descriptors, becomes uid (when root)
+ * and executes the helper. Never returns; a failure before the helper runs
+ * is said on out. */
+static void child_run(struct uploader *u, const struct up_file *f, const char *helper, uid_t uid, int out)
 {
-	struct s3_config c;
-	struct s3_result res;
-	struct stat st;
-	char err[1024], line[CHILD_MSG_MAX];
-	int r;
+	char line[CHILD_MSG_MAX], part[32], *env[sizeof(helper_env) / sizeof(helper_env[0]) + 2];
+	const char *addressing[] = {"auto", "path", "vhost"};
+	size_t n_env = 0;
+	int creds[2], r;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	s3_config_of(u, &c);
-	int fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, sizeof(err), "cannot open %s: %s", f->path, strerror(errno));
-		if (r != -ENOENT)
-			r = -EIO;
-	} else if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		r = -EIO;
-		snprintf(err, sizeof(err), "%s is not a regular file", f->path);
-	} else {
-		r = s3_put_file(&c, fd, (uint64_t)st.st_size, f->key, content_type(f->path), &res, err, sizeof(err));
+	int fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		r = fd < 0 && errno == ENOENT ? -ENOENT : -EIO;
+		snprintf(line, sizeof(line), "%d %s: %s\n", r, f->path,
+		         fd < 0 ? strerror(errno) : "not a regular file");
+		goto fail;
 	}
-	if (r == 0)
-		snprintf(line, sizeof(line), "0 %llu %u\n", (unsigned long long)st.st_size, res.parts);
-	else
-		snprintf(line, sizeof(line), "%d %s\n", r, err);
+	/* The credentials go through a pipe, whole before the helper reads
+	 * (three lines, far less than a pipe holds). */
+	if (pipe2(creds, O_CLOEXEC) < 0) {
+		snprintf(line, sizeof(line), "%d cannot hand over the credentials: %s\n", -EAGAIN, strerror(errno));
+		goto fail;
+	}
+	dprintf(creds[1], "AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n", u->o.creds.access_key_id,
+	        u->o.creds.secret_access_key);
+	if (u->o.creds.session_token[0])
+		dprintf(creds[1], "AWS_SESSION_TOKEN=%s\n", u->o.creds.session_token);
+	close(creds[1]);
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	/* Onto 0 to 3, moved above them first so that no dup2 clobbers one. */
+	int a = fcntl(fd, F_DUPFD, 10), b = fcntl(out, F_DUPFD, 10), c = fcntl(creds[0], F_DUPFD, 10),
+	    d = fcntl(devnull, F_DUPFD, 10);
+	if (a < 0 || b < 0 || c < 0 || d < 0 || dup2(a, 0) < 0 || dup2(b, 1) < 0 || dup2(d, 2) < 0 || dup2(c, 3) < 0) {
+		snprintf(line, sizeof(line), "%d cannot hand over the file: %s\n", -EAGAIN, strerror(errno));
+		out = b >= 0 ? b : out;
+		goto fail;
+	}
+	out = 1;
+	fds_close_from(4);
+	if (geteuid() == 0 && (r = uidpool_become(uid)) < 0) {
+		snprintf(line, sizeof(line),
+		         "%d cannot become uid %u to upload: %s (CAP_SETUID and CAP_SETGID are needed)\n", -EAGAIN,
+		         (unsigned)uid, strerror(-r));
+		goto fail;
+	}
+	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (chdir("/") < 0)
+		_exit(1);
+	for (size_t i = 0; i < sizeof(helper_env) / sizeof(helper_env[0]); i++) {
+		const char *v = getenv(helper_env[i]);
+		if (v && asprintf(&env[n_env], "%s=%s", helper_env[i], v) >= 0)
+			n_env++;
+	}
+	env[n_env++] = "LANG=C.UTF-8";
+	env[n_env] = NULL;
+	snprintf(part, sizeof(part), "%llu", (unsigned long long)u->o.part_size);
+	const char *argv[] = {helper,
+	                      "--endpoint",
+	                      u->o.endpoint,
+	                      "--bucket",
+	                      u->o.bucket,
+	                      "--key",
+	                      f->key,
+	                      "--region",
+	                      u->o.region[0] ? u->o.region : S3_DEFAULT_REGION,
+	                      "--addressing",
+	                      addressing[u->o.addressing <= S3_ADDRESSING_VHOST ? u->o.addressing : 0],
+	                      "--part-size",
+	                      part,
+	                      "--content-type",
+	                      content_type(f->path),
+	                      NULL};
+	execve(helper, (char *const *)argv, env);
+	snprintf(line, sizeof(line), "%d cannot execute %.1024s: %s\n", -EIO, helper, strerror(errno));
+fail:
 	if (write(out, line, strlen(line)) < 0)
 		_exit(1);
-	_exit(r == 0 ? 0 : 1);
+	_exit(1);
 }
 
 /* Starts the next upload due, or arms the timer for it. */
@@ -537,8 +605,28 @@ static void pump(struct uploader *u)
 		pump(u);
 		return;
 	}
+	/* The helper is found and checked here, as root: missing or not
+	 * root's, it is one permanent failure, and the dump stays. */
+	char helper[PATH_MAX], why[PATH_MAX + 256];
+	int hr = trust_helper_path("dumpwatch-upload", helper, sizeof(helper), why, sizeof(why));
+	if (hr < 0) {
+		e->attempts++;
+		u->cur = e;
+		u->cur_file = i;
+		upload_ended(u, hr == -ENOENT ? -ENOENT : -EPERM, 0, why);
+		return;
+	}
+	uid_t uid = 0;
+	if (geteuid() == 0 && uidpool_lease(&uid, why, sizeof(why)) < 0) {
+		log_warn("upload of %s waits: %s", e->f[i].path, why);
+		e->next_ns = now + UPLOAD_RETRY_MIN_NS;
+		loop_timer_arm(u->loop, &u->timer, e->next_ns);
+		return;
+	}
 	int p[2];
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
+		if (uid)
+			uidpool_release(uid, 0);
 		e->next_ns = now + UPLOAD_RETRY_MIN_NS;
 		loop_timer_arm(u->loop, &u->timer, e->next_ns);
 		return;
@@ -547,22 +635,18 @@ static void pump(struct uploader *u)
 	if (!e->start_ns)
 		e->start_ns = now;
 	pid_t pid = fork();
-	if (pid == 0) {
-		/* Nothing of the daemon's stays open in the child (a target's
-		 * connection held here would keep its session alive): the pipe
-		 * moves to 3, the rest goes. */
-		if (dup2(p[1], 3) < 0)
-			_exit(1);
-		fds_close_from(4);
-		child_run(u, &e->f[i], 3);
-	}
+	if (pid == 0)
+		child_run(u, &e->f[i], helper, uid, p[1]);
 	close(p[1]);
 	if (pid < 0) {
+		if (uid)
+			uidpool_release(uid, 0);
 		close(p[0]);
 		e->next_ns = now + UPLOAD_RETRY_MIN_NS;
 		loop_timer_arm(u->loop, &u->timer, e->next_ns);
 		return;
 	}
+	u->uid = uid;
 	u->child = pid;
 	u->cur = e;
 	u->cur_file = i;
@@ -581,6 +665,9 @@ static void pump(struct uploader *u)
 		u->msg_fd = -1;
 		u->child = 0;
 		u->cur = NULL;
+		if (u->uid)
+			uidpool_release(u->uid, 1);
+		u->uid = 0;
 		e->next_ns = now + UPLOAD_RETRY_MIN_NS;
 		loop_timer_arm(u->loop, &u->timer, e->next_ns);
 		return;
@@ -681,6 +768,8 @@ void uploader_free(struct uploader *u)
 		kill(u->child, SIGKILL);
 		waitpid(u->child, &status, 0);
 	}
+	if (u->uid)
+		uidpool_release(u->uid, 1);
 	if (u->pidfd >= 0) {
 		loop_del(u->loop, u->pidfd);
 		close(u->pidfd);

@@ -2,6 +2,7 @@
 #include "dumpwatch/exposrv.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -59,6 +60,68 @@ struct exposrv {
 	int file_warned; /* a failure logged; cleared by the next success */
 	struct exposrv_stats st;
 };
+
+/* ---- libmicrohttpd, loaded when the endpoint is on ---------------------- */
+
+/* The daemon does not link libmicrohttpd: it is loaded (dlopen, by its
+ * soname, from the system's library directories) only when --metrics-listen
+ * is given, so that every other run maps nothing of it. Its header gives the
+ * types; these are the functions used. */
+#define MHD_SONAME "libmicrohttpd.so.12"
+static struct {
+	void *so;
+	__typeof__(&MHD_start_daemon) start_daemon;
+	__typeof__(&MHD_stop_daemon) stop_daemon;
+	__typeof__(&MHD_run) run;
+	__typeof__(&MHD_get_timeout) get_timeout;
+	__typeof__(&MHD_get_daemon_info) get_daemon_info;
+	__typeof__(&MHD_get_connection_info) get_connection_info;
+	__typeof__(&MHD_add_connection) add_connection;
+	__typeof__(&MHD_create_response_from_buffer) create_response_from_buffer;
+	__typeof__(&MHD_add_response_header) add_response_header;
+	__typeof__(&MHD_queue_response) queue_response;
+	__typeof__(&MHD_destroy_response) destroy_response;
+} mhd;
+
+static int mhd_load(char *err, size_t errlen)
+{
+	if (mhd.so)
+		return 0;
+	void *so = dlopen(MHD_SONAME, RTLD_NOW | RTLD_LOCAL);
+	if (!so) {
+		snprintf(err, errlen, "--metrics-listen needs libmicrohttpd (%s), which could not be loaded: %s",
+		         MHD_SONAME, dlerror());
+		return -ENOENT;
+	}
+	const char *missing = NULL;
+#define MHD_SYM(field, name)                                                                                           \
+	do {                                                                                                           \
+		*(void **)&mhd.field = dlsym(so, name);                                                                \
+		if (!mhd.field && !missing)                                                                            \
+			missing = name;                                                                                \
+	} while (0)
+	MHD_SYM(start_daemon, "MHD_start_daemon");
+	MHD_SYM(stop_daemon, "MHD_stop_daemon");
+	MHD_SYM(run, "MHD_run");
+	MHD_SYM(get_timeout, "MHD_get_timeout");
+	MHD_SYM(get_daemon_info, "MHD_get_daemon_info");
+	MHD_SYM(get_connection_info, "MHD_get_connection_info");
+	MHD_SYM(add_connection, "MHD_add_connection");
+	MHD_SYM(create_response_from_buffer, "MHD_create_response_from_buffer");
+	MHD_SYM(add_response_header, "MHD_add_response_header");
+	MHD_SYM(queue_response, "MHD_queue_response");
+	MHD_SYM(destroy_response, "MHD_destroy_response");
+#undef MHD_SYM
+	if (missing) {
+		snprintf(err, errlen, "--metrics-listen: %s has no %s: install libmicrohttpd 0.9.71 or newer",
+		         MHD_SONAME, missing);
+		dlclose(so);
+		memset(&mhd, 0, sizeof(mhd));
+		return -ENOENT;
+	}
+	mhd.so = so;
+	return 0;
+}
 
 /* ---- who may read ----------------------------------------------------- */
 
@@ -290,21 +353,21 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r)
 {
 	/* One request a connection: a slow or idle one holds nothing after. */
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-	enum MHD_Result ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	enum MHD_Result ret = mhd.queue_response(c, status, r);
+	mhd.destroy_response(r);
 	return ret;
 }
 
 static enum MHD_Result answer_text(struct MHD_Connection *c, unsigned status, const char *text)
 {
 	struct MHD_Response *r =
-	    MHD_create_response_from_buffer(strlen(text), (void *)(uintptr_t)text, MHD_RESPMEM_PERSISTENT);
+	    mhd.create_response_from_buffer(strlen(text), (void *)(uintptr_t)text, MHD_RESPMEM_PERSISTENT);
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+		mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	return queue(c, status, r);
 }
 
@@ -313,7 +376,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   void **con_cls)
 {
 	struct exposrv *s = cls;
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	const struct conn *cn = ci ? ci->socket_context : NULL;
 	(void)version;
 	(void)upload_data;
@@ -332,12 +395,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	char *text = s->build(s->ctx);
 	if (!text)
 		return answer_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "the metrics could not be built\n");
-	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *r = mhd.create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(text);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, EXPO_CONTENT_TYPE);
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, EXPO_CONTENT_TYPE);
 	s->st.served++;
 	return queue(c, MHD_HTTP_OK, r);
 }
@@ -349,7 +412,7 @@ static void on_notify(void *cls, struct MHD_Connection *c, void **socket_context
 	struct exposrv *s = cls;
 
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ci = mhd.get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		for (size_t i = 0; ci && i < EXPOSRV_MAX_CONNECTIONS; i++)
 			if (s->conns[i].used && s->conns[i].fd == ci->connect_fd)
 				*socket_context = &s->conns[i];
@@ -366,7 +429,7 @@ static void mhd_arm(struct exposrv *s)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
 
-	if (MHD_get_timeout(s->mhd, &ms) == MHD_YES)
+	if (mhd.get_timeout(s->mhd, &ms) == MHD_YES)
 		loop_timer_arm(s->loop, &s->mhd_timer, loop_now() + (int64_t)ms * 1000000LL + 1);
 	else
 		loop_timer_disarm(s->loop, &s->mhd_timer);
@@ -374,7 +437,7 @@ static void mhd_arm(struct exposrv *s)
 
 static void mhd_step(struct exposrv *s)
 {
-	MHD_run(s->mhd);
+	mhd.run(s->mhd);
 	mhd_arm(s);
 	age_arm(s);
 }
@@ -439,7 +502,7 @@ static void admit(struct exposrv *s, int fd, const struct sockaddr_storage *ss, 
 	probe.start_ns = loop_now();
 	*slot = probe;
 	/* On failure libmicrohttpd closes the socket itself. */
-	if (MHD_add_connection(s->mhd, fd, (const struct sockaddr *)ss, len) != MHD_YES) {
+	if (mhd.add_connection(s->mhd, fd, (const struct sockaddr *)ss, len) != MHD_YES) {
 		slot->used = 0;
 		return;
 	}
@@ -493,13 +556,16 @@ static int listen_socket(const char *addr, char *err, size_t errlen)
 
 static int http_open(struct exposrv *s, const char *addr, char *err, size_t errlen)
 {
+	int r = mhd_load(err, errlen);
+	if (r < 0)
+		return r;
 	int fd = listen_socket(addr, err, errlen);
 	if (fd < 0)
 		return fd;
 	s->listen_fd = fd;
 	/* Connections come from on_listen (MHD_add_connection); the limits
 	 * are ours, libmicrohttpd's only a backstop. */
-	s->mhd = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL,
+	s->mhd = mhd.start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET, 0, NULL, NULL,
 	                          on_request, s, MHD_OPTION_CONNECTION_LIMIT, (unsigned)EXPOSRV_MAX_CONNECTIONS + 1,
 	                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)EXPOSRV_IDLE_S, MHD_OPTION_NOTIFY_CONNECTION,
 	                          on_notify, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
@@ -507,12 +573,12 @@ static int http_open(struct exposrv *s, const char *addr, char *err, size_t errl
 		snprintf(err, errlen, "--metrics-listen %s: the HTTP server (libmicrohttpd) did not start", addr);
 		return -EIO;
 	}
-	const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	const union MHD_DaemonInfo *info = mhd.get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	if (!info) {
 		snprintf(err, errlen, "--metrics-listen %s: libmicrohttpd gives no epoll descriptor", addr);
 		return -EIO;
 	}
-	int r = loop_add(s->loop, info->epoll_fd, EPOLLIN, on_mhd_fd, s);
+	r = loop_add(s->loop, info->epoll_fd, EPOLLIN, on_mhd_fd, s);
 	if (r < 0) {
 		snprintf(err, errlen, "--metrics-listen %s: %s", addr, strerror(-r));
 		return r;
@@ -670,7 +736,7 @@ void exposrv_free(struct exposrv *s)
 	if (s->mhd_fd >= 0)
 		loop_del(s->loop, s->mhd_fd);
 	if (s->mhd)
-		MHD_stop_daemon(s->mhd);
+		mhd.stop_daemon(s->mhd);
 	if (s->dirfd >= 0)
 		close(s->dirfd);
 	free(s);

@@ -16,6 +16,8 @@ UNIT="$R/usr/local/lib/systemd/system/dumpwatch.service"
 BIN="$R/usr/local/sbin/dumpwatch"
 mode() { stat -c '%a %U' "$1"; }
 [ -x "$BIN" ] || fail "no $BIN"
+HELPER="$R/usr/local/libexec/dumpwatch/dumpwatch-upload"
+[ -x "$HELPER" ] && [ "$(mode "$HELPER")" = "755 root" ] || fail "the upload helper is not installed as $HELPER (root's, 0755)"
 [ -f "$UNIT" ] || fail "no $UNIT"
 [ -f "$R/usr/local/share/dumpwatch/examples/dumpwatch-rules.schema.json" ] || fail "schema not installed"
 [ -f "$R/usr/local/share/dumpwatch/examples/dump-context.schema.json" ] || fail "the dump context schema not installed"

@@ -44,6 +44,12 @@ DW_INSTALL_BUILD="$T/build-install" "$SRC/scripts/install.sh" --root "$T/stage" 
 dpkg -i "$deb" >"$T/dpkg.out" 2>&1 || { cat "$T/dpkg.out"; fail "dpkg -i failed"; }
 INSTALLED=1
 /usr/sbin/dumpwatch --version | grep -q '^dumpwatch ' || fail "the installed binary does not run"
+# The daemon links none of the libraries an optional feature needs: the
+# upload helper links libcurl and libcrypto, libmicrohttpd is loaded with
+# --metrics-listen.
+[ -x /usr/libexec/dumpwatch/dumpwatch-upload ] || fail "the upload helper is not installed in /usr/libexec/dumpwatch"
+! ldd /usr/sbin/dumpwatch | grep -E 'libcurl|libssl|libcrypto|libmicrohttpd|libgnutls' || fail "the daemon links a network library"
+ldd /usr/libexec/dumpwatch/dumpwatch-upload | grep libcurl >/dev/null || fail "the upload helper does not link libcurl"
 /usr/sbin/dumpwatch check /usr/share/dumpwatch/examples >"$T/check.out" 2>&1 ||
 	{ cat "$T/check.out"; fail "dumpwatch check of the installed examples"; }
 mode() { stat -c '%a %U' "$1"; }

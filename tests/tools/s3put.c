@@ -10,6 +10,7 @@
  * prints the sentence on stderr and exits 75 (EX_TEMPFAIL) when the failure
  * is worth retrying, 1 otherwise. */
 #include "dumpwatch/s3.h"
+#include "s3client.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-/* Unit tests for s3.c without a server: AWS's published Signature Version 4
+/* Unit tests for s3.c and the upload helper's s3client.c without a server: AWS's published Signature Version 4
  * examples for S3 (GET Object with a Range, PUT Object, GET Bucket lifecycle,
  * List Objects), key encoding, URL building (path-style, virtual-hosted),
  * part sizes, the bounded XML and header extraction with normal, truncated
@@ -7,7 +7,7 @@
  * refusals. */
 #include "dumpwatch/s3.h"
 
-#include "dumpwatch/sha256.h"
+#include "s3client.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -80,10 +80,8 @@ static void test_sign_examples(void)
 
 	/* PUT Object: "Welcome to Amazon S3." as test$file.text ('$' encoded). */
 	const char *body = "Welcome to Amazon S3.";
-	uint8_t d[SHA256_DIGEST_SIZE];
-	char hash[SHA256_HEX_SIZE];
-	sha256_digest(body, strlen(body), d);
-	sha256_hex(d, hash);
+	char hash[S3_SHA256_HEX];
+	CHECK(s3_sha256_hex(body, strlen(body), hash) == 0);
 	CHECK_STR(hash, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
 	struct s3_param put_h[] = {{"Date", "Fri, 24 May 2013 00:00:00 GMT"},
 	                           {"x-amz-storage-class", "REDUCED_REDUNDANCY"}};
