@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the Debian package of dumpwatch with CPack: the binary in /usr/sbin,
-# the systemd unit, the man pages, the bash completion, the examples and their
-# JSON Schema, the desktop entry; its dependencies computed from the libraries
-# the binary links (dpkg-shlibdeps); maintainer scripts that make /etc/dumpwatch/
-# rules.d (0755) and /var/lib/dumpwatch{,/dumps} (0711), leave them at removal
-# and delete them at purge. Installing it gives the layout of scripts/install.sh
+# its helpers in /usr/libexec/dumpwatch, the systemd unit, the man pages, the
+# bash completion, the examples and their JSON Schema, the desktop entry; its
+# dependencies computed from the libraries the programs link (dpkg-shlibdeps);
+# maintainer scripts that make /etc/dumpwatch/rules.d (0755) and
+# /var/lib/dumpwatch{,/dumps} (0711), leave them at removal and delete them at
+# purge. Installing it gives the layout of scripts/install.sh
 # with the prefix /usr; it does not enable the service.
 #   usage: scripts/package.sh     prints the path of the .deb it built
 #   DW_PACKAGE_BUILD: the build directory (default build-package)
@@ -23,6 +24,7 @@ rm -f "$build/CMakeCache.txt" # the flags are read at the first configure only
 if ! { cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr \
 	-DDUMPWATCH_PACKAGE=ON -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON &&
 	cmake --build "$build" --target dumpwatch package_files -j"$(nproc)" &&
+	cmake --build "$build" --target dumpwatch_helpers -j"$(nproc)" &&
 	(cd "$build" && rm -f ./*.deb && cpack -G DEB); } >"$build/package.log" 2>&1; then
 	cat "$build/package.log" >&2
 	echo "package: failed (log above, also in $build/package.log)" >&2

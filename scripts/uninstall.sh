@@ -16,7 +16,7 @@ if [ -z "$root" ] && [ -d /run/systemd/system ]; then
 	systemctl disable --now dumpwatch.service 2>/dev/null || true
 fi
 rm -f "$root$prefix/sbin/dumpwatch" "$root$prefix/lib/systemd/system/dumpwatch.service"
-rm -rf "$root$prefix/share/dumpwatch" "$root$prefix/share/doc/dumpwatch"
+rm -rf "$root$prefix/share/dumpwatch" "$root$prefix/share/doc/dumpwatch" "$root$prefix/libexec/dumpwatch"
 rm -f "$root$prefix/share/applications/dumpwatch.desktop" "$root$prefix/share/icons/hicolor/scalable/apps/dumpwatch.svg"
 rm -f "$root$prefix/share/man/man8/dumpwatch.8" "$root$prefix/share/man/man5/dumpwatch-rules.5" \
 	"$root$prefix/share/bash-completion/completions/dumpwatch"
