@@ -106,6 +106,46 @@ typedef int (*launcher_line_fn)(void *ctx, const char *line);
  * of lines dropped or refused by fn. */
 size_t launcher_reader_feed(struct launcher_reader *r, const char *data, size_t n, launcher_line_fn fn, void *ctx);
 
+/* ---- the helper's pace (pure) ------------------------------------------- */
+
+/* The least time between two states the helper pushes to libunity, which
+ * sends each as one Update of the properties that changed. Plank (0.11.89,
+ * lib/Services/Unity.vala, handle_update_request) takes an Update that
+ * arrives less than 32 ms after the last one it applied from the same
+ * sender (from the fifth on) only after a 32 ms timer, and one arriving
+ * meanwhile replaces it: of a burst only the first and the last count, and
+ * what a dropped one changed is never sent again (the count after a dump,
+ * written between "progress 1" and "progress -", was lost so). 100 ms apart,
+ * three Updates meet within 32 ms only when the dock stalls for 200 ms. */
+#define LAUNCHER_PUSH_GAP_US 100000
+
+/* The lines gathered into the state to push, at most one push per gap. A
+ * "clear" (or the pipe's end) while a state is still to be pushed comes
+ * after it: what the watch showed last, the count after a dump, is pushed
+ * before the entry is cleared at the end. */
+struct launcher_pacer {
+	struct launcher_reader reader;
+	struct launcher_state shown;   /* pushed last */
+	struct launcher_state pending; /* to push next */
+	struct launcher_state next;    /* after pending: the lines since a clear */
+	int cleared;                   /* next is in use */
+	int ended;                     /* the pipe ended */
+	int64_t last_push_us;
+};
+
+/* Starts with the entry as libunity makes it (nothing shown), the first
+ * push a gap after now_us. */
+void launcher_pacer_init(struct launcher_pacer *p, int64_t now_us);
+/* Feeds bytes from the pipe; n == 0: its end (as "clear"). Returns the
+ * number of lines dropped. */
+size_t launcher_pacer_feed(struct launcher_pacer *p, const char *data, size_t n);
+/* When the next push is due, or INT64_MAX when there is nothing to push. */
+int64_t launcher_pacer_due(const struct launcher_pacer *p);
+/* At now_us: 1 with the state to push in *out when one is due, else 0. */
+int launcher_pacer_take(struct launcher_pacer *p, int64_t now_us, struct launcher_state *out);
+/* Whether the pipe ended and everything, the cleared entry last, is pushed. */
+int launcher_pacer_done(const struct launcher_pacer *p);
+
 /* ---- the helper's environment (pure) ------------------------------------ */
 
 /* What the helper's environment is made of; NULL or empty: not known. */

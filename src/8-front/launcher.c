@@ -252,6 +252,60 @@ size_t launcher_reader_feed(struct launcher_reader *r, const char *data, size_t 
 	return bad;
 }
 
+/* ---- the helper's pace -------------------------------------------------- */
+
+void launcher_pacer_init(struct launcher_pacer *p, int64_t now_us)
+{
+	memset(p, 0, sizeof(*p));
+	p->last_push_us = now_us;
+}
+
+static int pacer_line(void *ctx, const char *line)
+{
+	struct launcher_pacer *p = ctx;
+
+	if (!p->cleared && strcmp(line, "clear") == 0 && !launcher_state_equal(&p->pending, &p->shown)) {
+		p->cleared = 1;
+		p->next = p->pending;
+		return launcher_apply_line(&p->next, line);
+	}
+	return launcher_apply_line(p->cleared ? &p->next : &p->pending, line);
+}
+
+size_t launcher_pacer_feed(struct launcher_pacer *p, const char *data, size_t n)
+{
+	if (n > 0)
+		return launcher_reader_feed(&p->reader, data, n, pacer_line, p);
+	pacer_line(p, "clear");
+	p->ended = 1;
+	return 0;
+}
+
+int64_t launcher_pacer_due(const struct launcher_pacer *p)
+{
+	if (!p->cleared && launcher_state_equal(&p->pending, &p->shown))
+		return INT64_MAX;
+	return p->last_push_us + LAUNCHER_PUSH_GAP_US;
+}
+
+int launcher_pacer_take(struct launcher_pacer *p, int64_t now_us, struct launcher_state *out)
+{
+	if (now_us < launcher_pacer_due(p))
+		return 0;
+	*out = p->shown = p->pending;
+	p->last_push_us = now_us;
+	if (p->cleared) {
+		p->pending = p->next;
+		p->cleared = 0;
+	}
+	return 1;
+}
+
+int launcher_pacer_done(const struct launcher_pacer *p)
+{
+	return p->ended && launcher_pacer_due(p) == INT64_MAX;
+}
+
 /* ---- the helper's environment ------------------------------------------- */
 
 /* The D-Bus specification, "Server Addresses": transport:key=value,...;...

@@ -2,8 +2,10 @@
  * the user who ran sudo, named by well-formed SUDO_UID/SUDO_GID, and never
  * root; as anyone else, that user); the lines on the pipe as the watch
  * writes them and the helper reads them, whole, cut anywhere, or hostile;
- * and the helper's environment, built from checked values only. Links no
- * GLib: the helper that does is dumpwatch-launcher. */
+ * the pace at which the helper tells libunity, against a model of how Plank
+ * takes a sender's Updates (the count after a dump lost without it); and the
+ * helper's environment, built from checked values only. Links no GLib: the
+ * helper that does is dumpwatch-launcher. */
 #include "dumpwatch/launcher.h"
 
 #include <errno.h>
@@ -231,6 +233,255 @@ static void test_reader(void)
 	}
 }
 
+/* ---- the pace, against a model of a dock ----------------------------- */
+
+/* libunity's LauncherEntry properties and which of them an Update carries
+ * (it sends those that changed since its last one). */
+struct unity_props {
+	int64_t count;
+	int count_visible;
+	double progress;
+	int progress_visible;
+	int urgent;
+};
+enum { P_COUNT = 1, P_COUNT_VISIBLE = 2, P_PROGRESS = 4, P_PROGRESS_VISIBLE = 8, P_URGENT = 16 };
+
+/* What the helper sets for a state: the count shown when above 0. */
+static struct unity_props props_of(const struct launcher_state *s)
+{
+	return (struct unity_props){s->count, s->count > 0, s->progress, s->progress_visible, s->urgent};
+}
+
+static unsigned props_diff(const struct unity_props *a, const struct unity_props *b)
+{
+	return (a->count != b->count ? P_COUNT : 0) | (a->count_visible != b->count_visible ? P_COUNT_VISIBLE : 0) |
+	       (a->progress != b->progress ? P_PROGRESS : 0) |
+	       (a->progress_visible != b->progress_visible ? P_PROGRESS_VISIBLE : 0) |
+	       (a->urgent != b->urgent ? P_URGENT : 0);
+}
+
+static void props_apply(struct unity_props *to, const struct unity_props *from, unsigned mask)
+{
+	if (mask & P_COUNT)
+		to->count = from->count;
+	if (mask & P_COUNT_VISIBLE)
+		to->count_visible = from->count_visible;
+	if (mask & P_PROGRESS)
+		to->progress = from->progress;
+	if (mask & P_PROGRESS_VISIBLE)
+		to->progress_visible = from->progress_visible;
+	if (mask & P_URGENT)
+		to->urgent = from->urgent;
+}
+
+/* Plank 0.11.89, lib/Services/Unity.vala, handle_update_request: from a
+ * sender's fifth Update on, one arriving less than 32 ms after the last one
+ * applied is held for a 32 ms timer, and one arriving meanwhile replaces it. */
+#define PLANK_HOLD_US 32000
+#define PLANK_FAST_COUNT 3
+
+struct plank {
+	struct unity_props item; /* what the dock draws */
+	unsigned fast_count;
+	int64_t last_update;
+	int held;
+	int64_t held_until;
+	struct unity_props held_props;
+	unsigned held_mask;
+	int badge_seen; /* a count above 0 was drawn */
+	int zero_badge; /* a visible count of 0 was drawn */
+};
+
+static void plank_perform(struct plank *pl, const struct unity_props *p, unsigned mask)
+{
+	props_apply(&pl->item, p, mask);
+	pl->badge_seen |= pl->item.count_visible && pl->item.count > 0;
+	pl->zero_badge |= pl->item.count_visible && pl->item.count == 0;
+}
+
+/* Runs the hold timer if it is due by t. */
+static void plank_run(struct plank *pl, int64_t t)
+{
+	if (pl->held && pl->held_until <= t) {
+		pl->held = 0;
+		pl->last_update = pl->held_until;
+		plank_perform(pl, &pl->held_props, pl->held_mask);
+	}
+}
+
+static void plank_update(struct plank *pl, int64_t t, const struct unity_props *p, unsigned mask)
+{
+	plank_run(pl, t);
+	if (pl->fast_count > PLANK_FAST_COUNT && t - pl->last_update < PLANK_HOLD_US) {
+		if (!pl->held) {
+			pl->held = 1;
+			pl->held_until = t + PLANK_HOLD_US;
+		}
+		pl->held_props = *p;
+		pl->held_mask = mask;
+		return;
+	}
+	pl->fast_count++;
+	pl->last_update = t;
+	plank_perform(pl, p, mask);
+}
+
+/* What reaches the helper's stdin, and when. */
+struct arrival {
+	int64_t t_us;
+	const char *text; /* NULL: the pipe's end */
+};
+
+/* A watch with a cooldown: fired, the dump written, its count shown for 4 s,
+ * then the end; the last three lines as watch.c writes them at a dump's
+ * end, read one by one. */
+static const struct arrival long_watch[] = {
+    {1000000, "urgent 1\nprogress 0.000\n"},
+    {1200000, "progress 0.300\n"},
+    {1400000, "progress 0.600\n"},
+    {1600000, "progress 0.900\n"},
+    {1800000, "progress 1.000\n"},
+    {1800004, "count 1\n"},
+    {1800008, "progress -\n"},
+    {5800000, "clear\n"},
+    {5800001, NULL},
+};
+
+/* `dumpwatch PID MB`: it ends 50 ms after its dump. */
+static const struct arrival short_watch[] = {
+    {1000000, "urgent 1\nprogress 0.000\n"},
+    {1200000, "progress 0.300\n"},
+    {1400000, "progress 0.600\n"},
+    {1600000, "progress 0.900\n"},
+    {1800000, "progress 1.000\n"},
+    {1800004, "count 1\n"},
+    {1800008, "progress -\n"},
+    {1850000, "clear\n"},
+    {1850001, NULL},
+};
+
+/* Every read sent on at once, as the helper did before the pacer (libunity
+ * then sends an Update per read): the count is lost on Plank. */
+static void run_unpaced(const struct arrival *a, size_t n, struct plank *pl)
+{
+	struct launcher_reader r = {0};
+	struct launcher_state s = {0};
+	struct unity_props sent = {0};
+
+	memset(pl, 0, sizeof(*pl));
+	plank_update(pl, 0, &sent, P_COUNT | P_COUNT_VISIBLE | P_PROGRESS | P_PROGRESS_VISIBLE | P_URGENT);
+	for (size_t i = 0; i < n; i++) {
+		if (a[i].text)
+			feed(&r, &s, a[i].text, strlen(a[i].text));
+		else
+			launcher_apply_line(&s, "clear");
+		struct unity_props now = props_of(&s);
+		unsigned mask = props_diff(&sent, &now);
+		if (mask)
+			plank_update(pl, a[i].t_us, &now, mask);
+		sent = now;
+	}
+	plank_run(pl, INT64_MAX);
+}
+
+/* Through the pacer: returns the number of pushes; the least time between
+ * two in *min_gap. */
+static size_t run_paced(const struct arrival *a, size_t n, struct plank *pl, int64_t *min_gap)
+{
+	struct launcher_pacer p;
+	struct unity_props sent = {0};
+	size_t i = 0, pushes = 0;
+	int64_t last = 0, now = 0;
+
+	memset(pl, 0, sizeof(*pl));
+	launcher_pacer_init(&p, 0);
+	plank_update(pl, 0, &sent, P_COUNT | P_COUNT_VISIBLE | P_PROGRESS | P_PROGRESS_VISIBLE | P_URGENT);
+	*min_gap = INT64_MAX;
+	while (i < n || launcher_pacer_due(&p) != INT64_MAX) {
+		int64_t due = launcher_pacer_due(&p);
+		if (i < n && a[i].t_us < (due > now ? due : now)) {
+			now = a[i].t_us;
+			launcher_pacer_feed(&p, a[i].text ? a[i].text : "", a[i].text ? strlen(a[i].text) : 0);
+			i++;
+			continue;
+		}
+		if (due > now)
+			now = due;
+		struct launcher_state s;
+		CHECK(launcher_pacer_take(&p, due - 1, &s) == 0); /* not before its time */
+		CHECK(launcher_pacer_take(&p, now, &s) == 1);
+		if (pushes++ && now - last < *min_gap)
+			*min_gap = now - last;
+		last = now;
+		struct unity_props shown = props_of(&s);
+		unsigned mask = props_diff(&sent, &shown);
+		if (mask)
+			plank_update(pl, now, &shown, mask);
+		sent = shown;
+	}
+	CHECK(launcher_pacer_done(&p));
+	plank_run(pl, INT64_MAX);
+	return pushes;
+}
+
+#define FEED(p, text) launcher_pacer_feed((p), (text), sizeof(text) - 1)
+
+static void test_pace(void)
+{
+	struct plank pl;
+	int64_t min_gap;
+	size_t pushes;
+
+	/* The bug as it was: the badge never drawn. */
+	run_unpaced(long_watch, sizeof(long_watch) / sizeof(long_watch[0]), &pl);
+	CHECK(!pl.badge_seen);
+
+	pushes = run_paced(long_watch, sizeof(long_watch) / sizeof(long_watch[0]), &pl, &min_gap);
+	CHECK(pl.badge_seen && !pl.zero_badge);
+	CHECK(!pl.item.count_visible && !pl.item.progress_visible && !pl.item.urgent); /* cleared */
+	CHECK(min_gap >= LAUNCHER_PUSH_GAP_US);
+	CHECK_MSG(pushes == 7, "%zu pushes", pushes); /* fired, 3 progress, 1.0, count with the bar hidden, cleared */
+
+	/* The end right after the dump: the count is pushed, then cleared. */
+	pushes = run_paced(short_watch, sizeof(short_watch) / sizeof(short_watch[0]), &pl, &min_gap);
+	CHECK(pl.badge_seen && !pl.zero_badge);
+	CHECK(!pl.item.count_visible && !pl.item.progress_visible && !pl.item.urgent); /* cleared */
+	CHECK(min_gap >= LAUNCHER_PUSH_GAP_US);
+
+	/* Nothing to push: nothing due; the end alone is done at once. */
+	struct launcher_pacer p;
+	struct launcher_state s;
+	launcher_pacer_init(&p, 1000);
+	CHECK(launcher_pacer_due(&p) == INT64_MAX && !launcher_pacer_take(&p, 1 << 30, &s));
+	CHECK(FEED(&p, "urgent 0\nprogress -\nclear\nnonsense\n") == 1);
+	CHECK(launcher_pacer_due(&p) == INT64_MAX);
+	launcher_pacer_feed(&p, NULL, 0);
+	CHECK(launcher_pacer_done(&p));
+	/* A burst is one push, a gap after the one before. */
+	launcher_pacer_init(&p, 0);
+	FEED(&p, "count 2\nurgent 1\nprogress 0.5\n");
+	CHECK(launcher_pacer_due(&p) == LAUNCHER_PUSH_GAP_US);
+	CHECK(launcher_pacer_take(&p, LAUNCHER_PUSH_GAP_US + 5, &s) == 1);
+	CHECK(s.count == 2 && s.urgent && s.progress_visible && s.progress == 0.5);
+	CHECK(launcher_pacer_due(&p) == INT64_MAX && !launcher_pacer_done(&p));
+	FEED(&p, "progress -\n");
+	CHECK(launcher_pacer_due(&p) == 2 * LAUNCHER_PUSH_GAP_US + 5);
+	/* A clear before that push waits for it; lines after the clear
+	 * gather behind it. */
+	FEED(&p, "clear\ncount 3\n");
+	CHECK(launcher_pacer_take(&p, 3 * LAUNCHER_PUSH_GAP_US, &s) == 1);
+	CHECK(s.count == 2 && !s.progress_visible && s.urgent);
+	CHECK(launcher_pacer_due(&p) == 4 * LAUNCHER_PUSH_GAP_US);
+	launcher_pacer_feed(&p, NULL, 0); /* the end: "count 3" first, then cleared */
+	CHECK(!launcher_pacer_done(&p));
+	CHECK(launcher_pacer_take(&p, 4 * LAUNCHER_PUSH_GAP_US, &s) == 1);
+	CHECK(s.count == 3 && !s.progress_visible && !s.urgent);
+	CHECK(!launcher_pacer_done(&p) && launcher_pacer_due(&p) == 5 * LAUNCHER_PUSH_GAP_US);
+	CHECK(launcher_pacer_take(&p, 5 * LAUNCHER_PUSH_GAP_US, &s) == 1);
+	CHECK(s.count == 0 && !s.progress_visible && !s.urgent);
+	CHECK(launcher_pacer_done(&p));
+}
+
 static const char *env_get(const struct launcher_env *e, const char *name)
 {
 	size_t n = strlen(name);
@@ -357,6 +608,7 @@ int main(void)
 	test_lines();
 	test_apply();
 	test_reader();
+	test_pace();
 	test_env();
 	CHECK(launcher_start("off", 0) == NULL);
 	CHECK(launcher_start(NULL, 0) == NULL);

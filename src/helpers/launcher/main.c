@@ -11,8 +11,10 @@
  * it ends. It stays connected until then: a dock forgets what a sender
  * showed when the sender leaves the bus.
  *
- * Each read of stdin is applied and pushed to libunity, which sends what
- * changed in one Update. */
+ * The lines are gathered and pushed to libunity at most once every
+ * LAUNCHER_PUSH_GAP_US (launcher.h says why: a dock drops Updates that come
+ * too close together); the pace is launcher.c's launcher_pacer, this file
+ * only runs it on GLib's loop. */
 #include <errno.h>
 #include <gio/gio.h>
 #include <glib-unix.h>
@@ -27,8 +29,9 @@
 static UnityLauncherEntry *entry;
 static GDBusConnection *bus;
 static GMainLoop *main_loop;
-static struct launcher_reader reader;
-static struct launcher_state state;
+static struct launcher_pacer pacer;
+static guint push_id;
+static int finishing;
 
 /* Tells libunity what to show; it sends what changed as one Update from an
  * idle callback. A count of 0 is never shown: a dock would draw "0". */
@@ -54,9 +57,36 @@ static gboolean on_sent(gpointer data)
 	return G_SOURCE_REMOVE;
 }
 
-static int apply(void *ctx, const char *line)
+static gboolean on_push(gpointer data);
+
+/* The next push at its time, or the end once all is pushed. */
+static void plan(void)
 {
-	return launcher_apply_line(ctx, line);
+	int64_t due = launcher_pacer_due(&pacer);
+
+	if (push_id || finishing)
+		return;
+	if (due != INT64_MAX) {
+		int64_t wait_ms = (due - g_get_monotonic_time() + 999) / 1000;
+		push_id = g_timeout_add(wait_ms > 0 ? (guint)wait_ms : 0, on_push, NULL);
+	} else if (launcher_pacer_done(&pacer)) {
+		/* libunity's last Update goes out from an idle callback of
+		 * default idle priority; one of lower priority runs after it. */
+		finishing = 1;
+		g_idle_add_full(G_PRIORITY_LOW, on_sent, NULL, NULL);
+	}
+}
+
+static gboolean on_push(gpointer data)
+{
+	struct launcher_state s;
+	(void)data;
+
+	push_id = 0;
+	if (launcher_pacer_take(&pacer, g_get_monotonic_time(), &s))
+		push(&s);
+	plan();
+	return G_SOURCE_REMOVE;
 }
 
 static gboolean on_input(gint fd, GIOCondition cond, gpointer data)
@@ -68,18 +98,10 @@ static gboolean on_input(gint fd, GIOCondition cond, gpointer data)
 
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return G_SOURCE_CONTINUE;
-	if (n > 0) {
-		launcher_reader_feed(&reader, buf, (size_t)n, apply, &state);
-		push(&state);
-		return G_SOURCE_CONTINUE;
-	}
-	/* The watch ended (or died): cleared, then the end. libunity's last
-	 * Update goes out from an idle callback of default idle priority; one
-	 * of lower priority runs after it. */
-	launcher_apply_line(&state, "clear");
-	push(&state);
-	g_idle_add_full(G_PRIORITY_LOW, on_sent, NULL, NULL);
-	return G_SOURCE_REMOVE;
+	/* 0: the watch ended (or died); an error ends it all the same. */
+	launcher_pacer_feed(&pacer, buf, n > 0 ? (size_t)n : 0);
+	plan();
+	return n > 0 ? G_SOURCE_CONTINUE : G_SOURCE_REMOVE;
 }
 
 int main(int argc, char **argv)
@@ -123,6 +145,9 @@ int main(int argc, char **argv)
 	if (verbose)
 		log_info("launcher: showing dumps on the launcher entry of %s (uid %u, %s)", id, (unsigned)getuid(),
 		         g_getenv("DBUS_SESSION_BUS_ADDRESS") ?: "?");
+	/* libunity sends the whole entry as soon as it finds the dock; the
+	 * first push waits a gap after the entry is made. */
+	launcher_pacer_init(&pacer, g_get_monotonic_time());
 	main_loop = g_main_loop_new(NULL, FALSE);
 	g_unix_set_fd_nonblocking(STDIN_FILENO, TRUE, NULL);
 	g_unix_fd_add(STDIN_FILENO, G_IO_IN | G_IO_HUP | G_IO_ERR, on_input, NULL);
