@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds dumpwatch and installs it as a systemd service:
 #   PREFIX/sbin/dumpwatch, PREFIX/lib/systemd/system/dumpwatch.service,
+#   PREFIX/libexec/dumpwatch/ (its helper programs),
 #   PREFIX/share/dumpwatch/examples/ (example rules and their JSON Schema),
 #   PREFIX/share/applications/dumpwatch.desktop and its icon (the launcher
-#   entry a watch started with sudo shows its dumps on),
+#   entry a watch started with sudo shows its dumps on; with the launcher
+#   helper, when libunity-dev is installed),
 #   /etc/dumpwatch/rules.d/ (the rule files the service watches),
 #   /var/lib/dumpwatch/ (journal, state) and /var/lib/dumpwatch/dumps/.
 # usage: scripts/install.sh [--prefix DIR] [--root DIR] [--example NAME]... [--enable]
@@ -22,7 +24,7 @@ while (($#)); do
 	--root) root=${2:?--root needs a directory}; shift 2 ;;
 	--example) examples+=("${2:?--example needs a name}"); shift 2 ;;
 	--enable) enable=1; shift ;;
-	-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "install: unknown argument $1 (--help)" >&2; exit 1 ;;
 	esac
 done
@@ -44,7 +46,8 @@ fi
 build=${DW_INSTALL_BUILD:-$here/build-install} # DW_INSTALL_BUILD: tests build elsewhere
 mkdir -p "$build"
 if ! { cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX="$prefix" &&
-	cmake --build "$build" --target programs -j"$(nproc)" &&
+	cmake --build "$build" --target dumpwatch -j"$(nproc)" &&
+	cmake --build "$build" --target dumpwatch_helpers -j"$(nproc)" &&
 	DESTDIR="$root" cmake --install "$build"; } >"$build/install.log" 2>&1; then
 	cat "$build/install.log" >&2
 	echo "install: build or install failed (log above, also in $build.log)" >&2

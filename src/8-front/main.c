@@ -74,6 +74,7 @@ static void usage(FILE *f)
 {
 	char record_duration[32], view_interval[32], cooldown[32], counter_interval[32], dump_timeout[32], min_free[32],
 	    stop_timeout[32], rule_cooldown[32], history[32], proc_interval[32], metrics_interval[32];
+	char helper[PATH_MAX], why[PATH_MAX + 256];
 
 	units_format_duration(DW_DEFAULT_RECORD_DURATION_NS, record_duration, sizeof(record_duration));
 	units_format_duration(DW_DEFAULT_VIEW_INTERVAL_NS, view_interval, sizeof(view_interval));
@@ -191,7 +192,9 @@ static void usage(FILE *f)
 	    "\n",
 	    record_duration, view_interval, DW_DEFAULT_DUMP_DIR, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE),
 	    dump_via_name(DW_DEFAULT_DUMP_VIA), DW_DEFAULT_MAX_DUMPS, cooldown, counter_interval, dump_timeout,
-	    min_free, history, proc_interval, LAUNCHER_DEFAULT_ID, launcher_built_in() ? "" : "; not built in",
+	    min_free, history, proc_interval, LAUNCHER_DEFAULT_ID,
+	    launcher_helper(helper, sizeof(helper), why, sizeof(why)) < 0 ? "; no launcher helper: --version says why"
+	                                                                  : "",
 	    DW_DEFAULT_MAX_DUMPS, rule_cooldown, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE), stop_timeout,
 	    metrics_interval);
 	exit_codes_print(f);
@@ -943,8 +946,7 @@ static int cli_option(struct cli *c, int opt, const char *arg)
 		return 0;
 	case OPT_LAUNCHER:
 		/* A desktop file id: a plain file name, as docks look them up. */
-		if (strcmp(arg, "off") != 0 &&
-		    (!*arg || strchr(arg, '/') || arg[0] == '.' || strlen(arg) > 255 || !strstr(arg, ".desktop"))) {
+		if (strcmp(arg, "off") != 0 && !launcher_desktop_id_ok(arg)) {
 			log_error("--launcher takes a desktop file id such as dumpwatch.desktop, or off; not \"%s\"",
 			          arg);
 			return -EINVAL;
@@ -1175,6 +1177,7 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {"version", no_argument, NULL, OPT_VERSION},
 	                                     {NULL, 0, NULL, 0}};
+	char helper[PATH_MAX], why[PATH_MAX + 256];
 	int opt;
 
 	memset(c, 0, sizeof(*c));
@@ -1198,8 +1201,10 @@ static int cli_parse(int argc, char **argv, struct cli *c)
 			return DW_EXIT_OK;
 		case OPT_VERSION:
 			printf("dumpwatch %s\n", DW_VERSION);
-			printf("desktop launcher entry (libunity): %s\n",
-			       launcher_built_in() ? "built in" : "not built in");
+			if (launcher_helper(helper, sizeof(helper), why, sizeof(why)) == 0)
+				printf("desktop launcher entry: %s at %s\n", LAUNCHER_HELPER, helper);
+			else
+				printf("desktop launcher entry: none: %s\n", why);
 			return DW_EXIT_OK;
 		case '?':
 			usage(stderr);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/install.sh staged under a directory: the files and modes it lays
-# down; the daemon started exactly as the systemd unit's ExecStart says (paths
+# down (the launcher helper in libexec/dumpwatch; dumpwatch itself linking no
+# libunity, GLib or ICU); the daemon started exactly as the systemd unit's ExecStart says (paths
 # moved under the stage) guards a process of another user, whose runtime writes
 # the dump into its own staging directory below the 0711 store (then linked
 # into the store as root's, mode 0600); SIGTERM ends it cleanly; scripts/uninstall.sh keeps
@@ -24,6 +25,9 @@ HELPER="$R/usr/local/libexec/dumpwatch/dumpwatch-upload"
 DESKTOP="$R/usr/local/share/applications/dumpwatch.desktop"
 ICON="$R/usr/local/share/icons/hicolor/scalable/apps/dumpwatch.svg"
 [ -f "$DESKTOP" ] && [ -f "$ICON" ] || fail "the launcher's desktop file or icon is not installed"
+HELPER="$R/usr/local/libexec/dumpwatch/dumpwatch-launcher"
+[ -x "$HELPER" ] || fail "the launcher helper is not installed in $R/usr/local/libexec/dumpwatch"
+! ldd "$BIN" | grep -E 'lib(unity|glib-2\.0|gio-2\.0|icu[a-z]*|stdc\+\+)\.so' || fail "the installed dumpwatch links the desktop's libraries"
 grep -q '^Icon=dumpwatch$' "$DESKTOP" || fail "the desktop file does not name its icon"
 grep -q '^Exec=/usr/local/sbin/dumpwatch --help$' "$DESKTOP" || fail "the desktop file does not name the installed binary"
 if command -v desktop-file-validate >/dev/null; then
@@ -77,6 +81,7 @@ stop_guard
 "$SRC/scripts/uninstall.sh" --root "$R" >/dev/null
 [ ! -e "$BIN" ] && [ ! -e "$UNIT" ] || fail "uninstall left the program or the unit"
 [ ! -e "$DESKTOP" ] && [ ! -e "$ICON" ] || fail "uninstall left the desktop file or the icon"
+[ ! -e "$R/usr/local/libexec/dumpwatch" ] || fail "uninstall left the helpers"
 [ -z "$(find "$R/usr/local" -type f)" ] || fail "uninstall left files: $(find "$R/usr/local" -type f)"
 [ -f "$R/etc/dumpwatch/rules.d/svc.json" ] && [ -f "$J" ] || fail "uninstall removed rules or the journal"
 "$SRC/scripts/uninstall.sh" --root "$R" --purge >/dev/null

@@ -8,13 +8,16 @@
 #    bar rising to 1 while the dump is written; count 1 after it; everything
 #    cleared at the exit;
 #  - every update came from a connection of the test user, never root's;
+#  - dumpwatch itself never maps GLib or libunity: its child is the helper
+#    dumpwatch-launcher, running as the test user with an environment of
+#    the few variables it needs, none of root's LD_* or GIO/GTK modules;
 #  - SIGTERM while the dump is written, and a dump that fails (urgent, no
 #    count), leave the entry cleared;
 #  - without a session bus the same watch dumps as before and says why there
 #    is no launcher in one -v line; --launcher off starts none.
 source "$(dirname "$0")/lib.sh"
-"$DUMPWATCH" --version | grep_q 'launcher entry (libunity): built in' ||
-	skip "dumpwatch was built without libunity (DUMPWATCH_LAUNCHER=off or no libunity-dev)"
+"$DUMPWATCH" --version | grep_q 'desktop launcher entry: dumpwatch-launcher at' ||
+	skip "no launcher helper beside dumpwatch (DUMPWATCH_LAUNCHER=off or no libunity-dev): $("$DUMPWATCH" --version)"
 command -v dbus-daemon >/dev/null || skip "no dbus-daemon (scripts/setup.sh installs dbus)"
 # Debian's python3, where python3-gi lives (not a python3 of PATH such as pyenv's).
 /usr/bin/python3 -c 'from gi.repository import Gio' 2>/dev/null || skip "no python3-gi for the test dock (scripts/setup.sh)"
@@ -82,11 +85,25 @@ EOF
 before=$(grep -c app_uri "$T/dock.out")
 rm -f "$DUMPS"/*.core
 env SUDO_UID="$DESK_UID" SUDO_GID="$DESK_GID" DBUS_SESSION_BUS_ADDRESS="$BUS" \
+	LD_LIBRARY_PATH=/nonexistent GIO_MODULE_DIR=/nonexistent GTK_MODULES=evil LANG=C.UTF-8 \
 	"$DUMPWATCH" -v --dump-dir "$DUMPS" "$APP_PID" 300 >"$T/dw.out" 2>&1 &
 DW_PID=$!
 PIDS+=("$DW_PID")
 wait_for "tail -n +$((before + 1)) '$T/dock.out' | grep -q '\"progress\": 0\.[0-9]*[1-9]'" 30 ||
 	fail "no progress shown before the SIGTERM: $(cat "$T/dock.out")"
+# The root process: no GLib, no libunity. Its child: the helper, as the user.
+! grep -E 'lib(glib|gio|gobject)-2\.0|libunity|libicu' "/proc/$DW_PID/maps" >/dev/null ||
+	fail "dumpwatch maps GLib or libunity: $(grep -E -o '/[^ ]*lib(glib|gio|gobject|unity|icu)[^ ]*' "/proc/$DW_PID/maps" | sort -u)"
+HELPER_PID=$(pgrep -P "$DW_PID" | head -1)
+[ -n "$HELPER_PID" ] || fail "no launcher helper running under dumpwatch"
+[ "$(basename "$(readlink "/proc/$HELPER_PID/exe")")" = dumpwatch-launcher ] ||
+	fail "dumpwatch's child is $(readlink "/proc/$HELPER_PID/exe"), not dumpwatch-launcher"
+[ "$(stat -c %u "/proc/$HELPER_PID")" = "$DESK_UID" ] || fail "the helper runs as uid $(stat -c %u "/proc/$HELPER_PID")"
+helper_env=$(tr '\0' '\n' <"/proc/$HELPER_PID/environ" | cut -d= -f1 | sort | tr '\n' ' ')
+[ "$helper_env" = "DBUS_SESSION_BUS_ADDRESS GIO_USE_VFS HOME LANG LOGNAME PATH USER " ] ||
+	fail "the helper's environment: $helper_env"
+tr '\0' '\n' <"/proc/$HELPER_PID/environ" | grep -qx "DBUS_SESSION_BUS_ADDRESS=$BUS" ||
+	fail "the helper's bus: $(tr '\0' '\n' <"/proc/$HELPER_PID/environ")"
 kill -TERM "$DW_PID"
 wait_dw 30
 [ "$DW_RC" -eq 130 ] || fail "SIGTERM during the dump: exit $DW_RC"
@@ -134,4 +151,4 @@ env SUDO_UID="$DESK_UID" SUDO_GID="$DESK_GID" DBUS_SESSION_BUS_ADDRESS="$BUS" \
 	timeout 60 "$DUMPWATCH" -v --launcher off --dump-type triage --dump-dir "$DUMPS" "$APP_PID" 300 >"$T/dw.out" 2>&1 ||
 	fail "dumpwatch --launcher off exited $?"
 [ "$(grep -c 'launcher:' "$T/dw.out")" -eq 0 ] || fail "--launcher off still started a launcher"
-echo "PASS: the launcher entry follows the dump as the sudo user; without a bus or with --launcher off, dumps as before"
+echo "PASS: the launcher entry follows the dump as the sudo user, shown by the helper; without a bus or with --launcher off, dumps as before"
