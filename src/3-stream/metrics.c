@@ -107,6 +107,56 @@ struct exc_filter {
 	uint16_t last_flags;
 };
 
+/* A ring of recent items, oldest first, that grows by doubling up to a
+ * maximum and then forgets its oldest: a session holds memory for what its
+ * process sends, not for the most it could (a ring's whole maximum, zeroed,
+ * for every session, was most of a guard's resident set). */
+struct ring {
+	unsigned char *p;
+	uint32_t head, n, cap;
+};
+
+/* The i-th oldest item (i < n). */
+static void *ring_at(const struct ring *r, size_t size, uint32_t i)
+{
+	return r->p + (size_t)((r->head + i) % r->cap) * size;
+}
+
+/* A slot for a new newest item: the ring grows while under max items, then
+ * the oldest is forgotten. NULL only when there is no slot and no memory. */
+static void *ring_push(struct ring *r, size_t size, uint32_t max)
+{
+	if (r->n == r->cap && r->cap < max) {
+		uint32_t cap = r->cap ? (r->cap * 2 < max ? r->cap * 2 : max) : (16 < max ? 16 : max);
+		unsigned char *p = malloc((size_t)cap * size);
+		if (p) {
+			for (uint32_t i = 0; i < r->n; i++)
+				memcpy(p + (size_t)i * size, ring_at(r, size, i), size);
+			free(r->p);
+			r->p = p;
+			r->head = 0;
+			r->cap = cap;
+		}
+	}
+	if (r->cap == 0)
+		return NULL;
+	if (r->n == r->cap) {
+		r->head = (r->head + 1) % r->cap;
+		r->n--;
+	}
+	return ring_at(r, size, r->n++);
+}
+
+struct tick {
+	int64_t t_ns;
+	uint64_t amount;
+	uint32_t kind;
+};
+
+struct pause {
+	int64_t begin_ns, end_ns;
+};
+
 struct metrics {
 	/* Heap at the last GC end: from a GC seen (have_heap) or from the
 	 * counters (have_seed, until a GC is seen); heap_ns is when the figures
@@ -128,13 +178,8 @@ struct metrics {
 	/* Bytes allocated by kind after heap_ns (from ticks). */
 	uint64_t since_gc[3];
 	int64_t since_gc_ns;
-	/* Recent ticks stamped after heap_ns, oldest first. */
-	struct {
-		int64_t t_ns;
-		uint64_t amount;
-		uint32_t kind;
-	} ticks[TICK_RING];
-	uint32_t tick_head, tick_n;
+	/* Recent ticks stamped after heap_ns, oldest first (struct tick). */
+	struct ring ticks;
 	/* Cumulative allocation since the session began. */
 	uint64_t allocated_total;
 	int have_alloc;
@@ -161,19 +206,15 @@ struct metrics {
 	int have_pause;
 	double pause_ms; /* the last suspension, suspend-begin to restart-end */
 	int64_t pause_end_ns;
-	int64_t gc_end_ns[3][GC_RING];
-	uint32_t gc_ring_n[3], gc_ring_head[3];
-	/* Recent GC suspensions, for time-in-gc. */
-	struct {
-		int64_t begin_ns, end_ns;
-	} pauses[PAUSE_RING];
-	uint32_t pause_head, pause_n;
+	struct ring gc_end[3]; /* the end times (int64_t) of recent GCs of each generation */
+	/* Recent GC suspensions, for time-in-gc (struct pause). */
+	struct ring pauses;
 	int64_t first_ns; /* the first event's time: time-in-gc's window starts no earlier */
 	int have_first;
 	int64_t latest_ns; /* the newest event's time */
 
-	struct counter_value counters[MAX_COUNTERS];
-	size_t n_counters;
+	struct counter_value *counters; /* grown as counters arrive, to MAX_COUNTERS */
+	size_t n_counters, cap_counters;
 
 	/* The last poll of /proc. */
 	struct proc_sample proc;
@@ -197,10 +238,16 @@ struct metrics *metrics_new(void)
 
 void metrics_free(struct metrics *m)
 {
-	for (size_t i = 0; m && i < m->n_exc; i++)
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->n_exc; i++)
 		free(m->exc[i]);
-	if (m)
-		meters_free(m->meters);
+	meters_free(m->meters);
+	free(m->ticks.p);
+	for (int g = 0; g < 3; g++)
+		free(m->gc_end[g].p);
+	free(m->pauses.p);
+	free(m->counters);
 	free(m);
 }
 
@@ -239,20 +286,20 @@ static void rebase_ticks(struct metrics *m, int drop)
 
 	memset(m->since_gc, 0, sizeof(m->since_gc));
 	m->since_gc_ns = 0;
-	for (uint32_t i = 0; i < m->tick_n; i++) {
-		uint32_t from = (m->tick_head + i) % TICK_RING;
-		if (m->ticks[from].t_ns <= m->heap_ns) {
+	for (uint32_t i = 0; i < m->ticks.n; i++) {
+		const struct tick *from = ring_at(&m->ticks, sizeof(*from), i);
+		if (from->t_ns <= m->heap_ns) {
 			if (drop)
 				continue;
 		} else {
-			m->since_gc[m->ticks[from].kind] += m->ticks[from].amount;
-			if (m->ticks[from].t_ns > m->since_gc_ns)
-				m->since_gc_ns = m->ticks[from].t_ns;
+			m->since_gc[from->kind] += from->amount;
+			if (from->t_ns > m->since_gc_ns)
+				m->since_gc_ns = from->t_ns;
 		}
-		m->ticks[(m->tick_head + kept) % TICK_RING] = m->ticks[from];
+		*(struct tick *)ring_at(&m->ticks, sizeof(struct tick), kept) = *from;
 		kept++;
 	}
-	m->tick_n = kept;
+	m->ticks.n = kept;
 }
 
 /* Takes the sizes from the latest System.Runtime sample when it is complete
@@ -294,10 +341,9 @@ static void gc_ring_push(struct metrics *m, uint32_t gen, int64_t t_ns)
 {
 	if (gen > 2)
 		gen = 2;
-	m->gc_end_ns[gen][m->gc_ring_head[gen]] = t_ns;
-	m->gc_ring_head[gen] = (m->gc_ring_head[gen] + 1) % GC_RING;
-	if (m->gc_ring_n[gen] < GC_RING)
-		m->gc_ring_n[gen]++;
+	int64_t *slot = ring_push(&m->gc_end[gen], sizeof(*slot), GC_RING);
+	if (slot)
+		*slot = t_ns;
 }
 
 /* The session's start, or the first event when not told. */
@@ -318,8 +364,8 @@ static double gc_rate(const struct metrics *m, int gen, int64_t now_ns)
 	for (int g = 0; g < 3; g++) {
 		if (gen >= 0 && g != gen)
 			continue;
-		for (uint32_t i = 0; i < m->gc_ring_n[g]; i++) {
-			int64_t t = m->gc_end_ns[g][i];
+		for (uint32_t i = 0; i < m->gc_end[g].n; i++) {
+			int64_t t = *(const int64_t *)ring_at(&m->gc_end[g], sizeof(int64_t), i);
 			if (t > now_ns - METRICS_GC_RATE_WINDOW_NS && t <= now_ns)
 				n++;
 		}
@@ -340,9 +386,9 @@ static double time_in_gc(const struct metrics *m, int64_t now_ns)
 		from = start;
 	if (now_ns <= from)
 		return 0;
-	for (uint32_t i = 0; i < m->pause_n; i++) {
-		uint32_t k = (m->pause_head + PAUSE_RING - 1 - i) % PAUSE_RING;
-		int64_t b = m->pauses[k].begin_ns, e = m->pauses[k].end_ns;
+	for (uint32_t i = 0; i < m->pauses.n; i++) {
+		const struct pause *p = ring_at(&m->pauses, sizeof(*p), m->pauses.n - 1 - i);
+		int64_t b = p->begin_ns, e = p->end_ns;
 		if (e <= from)
 			continue;
 		if (b < from)
@@ -373,6 +419,14 @@ static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_
 	if (!cv) {
 		if (m->n_counters == MAX_COUNTERS)
 			return; /* bounded: a provider publishing thousands of counters */
+		if (m->n_counters == m->cap_counters) {
+			size_t cap = m->cap_counters ? m->cap_counters * 2 : 32;
+			struct counter_value *p = realloc(m->counters, cap * sizeof(*p));
+			if (!p)
+				return;
+			m->counters = p;
+			m->cap_counters = cap;
+		}
 		cv = &m->counters[m->n_counters++];
 		snprintf(cv->provider, sizeof(cv->provider), "%s", c->provider);
 		snprintf(cv->name, sizeof(cv->name), "%s", c->name);
@@ -581,14 +635,10 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 				if (t_ns > m->since_gc_ns)
 					m->since_gc_ns = t_ns;
 			}
-			uint32_t slot = (m->tick_head + m->tick_n) % TICK_RING;
-			if (m->tick_n == TICK_RING) /* full: forget the oldest */
-				m->tick_head = (m->tick_head + 1) % TICK_RING;
-			else
-				m->tick_n++;
-			m->ticks[slot].t_ns = t_ns;
-			m->ticks[slot].amount = r->u.alloc.amount;
-			m->ticks[slot].kind = k;
+			/* Full: the oldest is forgotten. */
+			struct tick *slot = ring_push(&m->ticks, sizeof(*slot), TICK_RING);
+			if (slot)
+				*slot = (struct tick){t_ns, r->u.alloc.amount, k};
 		}
 		rate_add(&m->rates[k], t_ns, r->u.alloc.amount);
 		m->allocated_total += r->u.alloc.amount;
@@ -612,12 +662,9 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 			m->have_pause = 1;
 			m->pause_ms = (double)(t_ns - m->suspend_ns) / 1e6;
 			m->pause_end_ns = t_ns;
-			uint32_t k = m->pause_head;
-			m->pauses[k].begin_ns = m->suspend_ns;
-			m->pauses[k].end_ns = t_ns;
-			m->pause_head = (k + 1) % PAUSE_RING;
-			if (m->pause_n < PAUSE_RING)
-				m->pause_n++;
+			struct pause *p = ring_push(&m->pauses, sizeof(*p), PAUSE_RING);
+			if (p)
+				*p = (struct pause){m->suspend_ns, t_ns};
 		}
 		m->suspend_ns = 0;
 		break;

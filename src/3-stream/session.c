@@ -20,7 +20,7 @@
 #include "dumpwatch/loop.h"
 #include "dumpwatch/nettrace.h"
 
-#define SESSION_READ_CHUNK 65536
+#define SESSION_READ_CHUNK 16384 /* read at a time: 16 KiB a session, idle or not */
 #define SESSION_BUFFER_MB 16
 #define SESSION_IPC_TIMEOUT_MS 3000
 
