@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What shipping a dump costs: SHA-256 throughput (every part is hashed before
-# it is sent), then dw_s3put (s3.c, as an upload child runs it) sending a
+# it is sent), then dw_s3put (the upload helper's S3 client) sending a
 # SIZE-MiB file to s3rver on loopback, as one multipart upload of 64 MiB
 # parts and of 5 MiB parts: wall time, MB/s, the child's peak RSS. s3rver
 # (node, writing to disk) bounds these figures, not the network.
