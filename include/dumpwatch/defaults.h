@@ -8,8 +8,10 @@
 #ifndef DUMPWATCH_DEFAULTS_H
 #define DUMPWATCH_DEFAULTS_H
 
-#include "dumpwatch/dump.h"
-#include "dumpwatch/rules.h"
+/* Macros only, of any layer's values: a value named here (a dump type,
+ * DUMP_WITHHEAP of ipc.h; a way of dumping, DUMP_VIA_AUTO of dump.h) is
+ * resolved where it is used, which includes its own header; this one
+ * includes none, so that every layer may read it. */
 
 #define DW_NS_PER_SEC 1000000000LL
 

@@ -10,10 +10,11 @@
  *
  * Whom it runs as: as root, by default, a uid of its own for each run (a
  * transient uid, uidpool.h), so that nothing but the hook's own processes
- * can trace it or take its descriptors; or a user the operator names. Everything the hook started dies with it, also what
- * left its session or was double-forked. Slots are shared fairly between the
- * owners of the processes the hooks are about; a hook that finds none waits,
- * and one that cannot wait is dropped, journaled. */
+ * can trace it or take its descriptors; or a user the operator names.
+ * Everything the hook started dies with it, also what left its session or
+ * was double-forked. Slots are shared fairly between the owners of the
+ * processes the hooks are about; a hook that finds none waits, and one that
+ * cannot wait is dropped, journaled. */
 #ifndef DUMPWATCH_HOOK_H
 #define DUMPWATCH_HOOK_H
 

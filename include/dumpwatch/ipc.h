@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "dumpwatch/rules.h"
+/* The kinds of dump the runtime's dump command writes (its DumpType; a rule's
+ * dump type is one of them). */
+enum dump_type { DUMP_NORMAL = 1, DUMP_WITHHEAP = 2, DUMP_TRIAGE = 3, DUMP_FULL = 4 };
 
 #define IPC_HEADER_SIZE 20
 #define IPC_MAX_MESSAGE 65535 /* the size field is a u16 */

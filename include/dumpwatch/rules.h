@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "dumpwatch/catalog.h"
+#include "dumpwatch/ipc.h" /* enum dump_type */
 
 #define RULE_MAX_CONDS 8
 #define RULE_NAME_MAX 64
@@ -46,8 +47,6 @@ struct rule_cond {
 	int64_t for_ns;           /* sustain; 0 = at once */
 	char text[RULE_TEXT_MAX]; /* the condition as written, trimmed */
 };
-
-enum dump_type { DUMP_NORMAL = 1, DUMP_WITHHEAP = 2, DUMP_TRIAGE = 3, DUMP_FULL = 4 };
 
 struct rule_limits {
 	uint32_t max_dumps;  /* per process, within window; 0 = unlimited */

@@ -8,11 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dumpwatch/catalog.h"
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/events.h"
 #include "dumpwatch/ipc.h"
 #include "dumpwatch/metrics.h"
-#include "dumpwatch/rules.h"
 
 #define SESSION_MAX_COUNTER_PROVIDERS 16
 #define SESSION_MAX_METERS 16
@@ -32,11 +32,12 @@ struct session_subscription {
 	char meters[SESSION_MAX_METERS][CATALOG_NAME_MAX];
 };
 
-/* Adds what rule r needs to sub: its NEED_*, the EventCounters providers
- * of its counter conditions and the meters of its meter conditions (each
- * once; beyond SESSION_MAX_COUNTER_PROVIDERS or SESSION_MAX_METERS they are
- * dropped). sub starts zeroed, with counter_interval_ms set. */
-void session_subscription_add(struct session_subscription *sub, const struct rule *r);
+/* Adds what reading metric m needs to sub: its NEED_*, the EventCounters
+ * provider of a counter, the meter of a meter (each once; beyond
+ * SESSION_MAX_COUNTER_PROVIDERS or SESSION_MAX_METERS they are dropped). A
+ * rule's subscription is that of each of its conditions' metrics. sub
+ * starts zeroed, with counter_interval_ms set. */
+void session_subscription_add_metric(struct session_subscription *sub, const struct metric_ref *m);
 
 /* Adds System.Runtime's EventCounters to sub (once), whether a rule reads
  * them or not: the guard's metrics exposition shows them for every process. */

@@ -187,18 +187,15 @@ int64_t session_meter_interval_ns(const struct session_subscription *sub)
 	return (ms < 100 ? 100 : ms) * 1000000LL;
 }
 
-void session_subscription_add(struct session_subscription *sub, const struct rule *r)
+void session_subscription_add_metric(struct session_subscription *sub, const struct metric_ref *m)
 {
-	sub->needs |= rule_needs(r);
-	for (uint32_t c = 0; c < r->n_conds && c < RULE_MAX_CONDS; c++) {
-		const struct metric_ref *m = &r->conds[c].metric;
-		if (m->id == M_COUNTER)
-			subscription_add_provider(sub, m->provider);
-		if (m->id == M_METER)
-			session_subscription_add_meter(sub, m->provider);
-		if (m->needs & NEED_RUNTIME_COUNTERS)
-			subscription_add_provider(sub, "System.Runtime");
-	}
+	sub->needs |= m->needs;
+	if (m->id == M_COUNTER)
+		subscription_add_provider(sub, m->provider);
+	if (m->id == M_METER)
+		session_subscription_add_meter(sub, m->provider);
+	if (m->needs & NEED_RUNTIME_COUNTERS)
+		subscription_add_provider(sub, "System.Runtime");
 	if (sub->n_counter_providers > 0)
 		sub->needs |= NEED_COUNTERS;
 }

@@ -597,7 +597,7 @@ static int watch_path(struct ruleset *rs, const char *path, uint32_t mask, int *
 	return 0;
 }
 
-static void unwatch_dir(struct ruleset *rs)
+static void rules_dir_unwatch(struct ruleset *rs)
 {
 	if (rs->dir_wd >= 0)
 		(void)inotify_rm_watch(rs->fd, rs->dir_wd); /* fails harmlessly when the kernel dropped it */
@@ -605,7 +605,7 @@ static void unwatch_dir(struct ruleset *rs)
 }
 
 /* Starts watching the directory. 0, or -errno (-ENOENT, -ENOTDIR: not there). */
-static int watch_dir(struct ruleset *rs)
+static int rules_dir_watch(struct ruleset *rs)
 {
 	struct stat st;
 	int r = watch_path(rs, rs->dir, DIR_EVENTS, &rs->dir_wd);
@@ -614,7 +614,7 @@ static int watch_dir(struct ruleset *rs)
 		return r;
 	if (stat(rs->dir, &st) < 0) {
 		r = -errno;
-		unwatch_dir(rs);
+		rules_dir_unwatch(rs);
 		return r;
 	}
 	rs->dir_dev = st.st_dev;
@@ -626,7 +626,7 @@ static int watch_dir(struct ruleset *rs)
  * DIR_GONE even when it was the last report (open, reload). */
 static void dir_lost(struct ruleset *rs, int announce)
 {
-	unwatch_dir(rs);
+	rules_dir_unwatch(rs);
 	files_drop_all(rs);
 	if (announce || !rs->gone_reported)
 		report(rs, RULESET_DIR_GONE, NULL);
@@ -678,9 +678,9 @@ static void sync_dir(struct ruleset *rs, int announce)
 		(void)watch_path(rs, rs->parent, PARENT_EVENTS, &rs->parent_wd);
 	/* Gone, or another directory (a symbolic link changed, a rename over it). */
 	if (rs->dir_wd >= 0 && (!there || st.st_dev != rs->dir_dev || st.st_ino != rs->dir_ino))
-		unwatch_dir(rs);
+		rules_dir_unwatch(rs);
 	if (rs->dir_wd < 0) {
-		r = watch_dir(rs);
+		r = rules_dir_watch(rs);
 		if (r < 0) {
 			if (r != -ENOENT && r != -ENOTDIR) {
 				char msg[128];
@@ -1027,7 +1027,7 @@ int ruleset_open(const char *dir, const struct ruleset_policy *policy, ruleset_r
 	}
 	/* A directory that is there but cannot be watched is an error at start;
 	 * one that is missing is not. */
-	r = watch_dir(rs);
+	r = rules_dir_watch(rs);
 	if (r < 0 && r != -ENOENT && r != -ENOTDIR) {
 		snprintf(err, errlen, "cannot watch %s: %s", rs->dir, strerror(-r));
 		goto fail_inotify;

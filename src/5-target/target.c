@@ -409,8 +409,11 @@ static void build_subscription(const struct target *t, struct session_subscripti
 	memset(sub, 0, sizeof(*sub));
 	sub->counter_interval_ms = t->cfg->opt->counter_interval_ms ? t->cfg->opt->counter_interval_ms : 1000;
 	sub->all_events = t->cfg->opt->all_events;
-	for (size_t i = 0; i < t->n_rules; i++)
-		session_subscription_add(sub, &t->rules[i].fr.rule);
+	for (size_t i = 0; i < t->n_rules; i++) {
+		const struct rule *r = &t->rules[i].fr.rule;
+		for (uint32_t c = 0; c < r->n_conds && c < RULE_MAX_CONDS; c++)
+			session_subscription_add_metric(sub, &r->conds[c].metric);
+	}
 	if (t->cfg->runtime_counters && t->n_rules > 0)
 		session_subscription_add_runtime_counters(sub);
 }

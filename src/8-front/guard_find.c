@@ -46,7 +46,7 @@
 
 void guard_watch_dir(struct guard *g, const char *dir)
 {
-	struct watch_dir *d;
+	struct socket_dir *d;
 	int wd;
 
 	if (g->inofd < 0 || !dir[0])
@@ -231,7 +231,7 @@ static void note_pid(struct guard *g, pid_t pid, pid_t nspid, unsigned long long
 }
 
 /* A socket name appeared in the watched directory d. */
-static void note_name(struct guard *g, const struct watch_dir *d, const char *name, int64_t now)
+static void note_name(struct guard *g, const struct socket_dir *d, const char *name, int64_t now)
 {
 	pid_t nspid;
 	unsigned long long key;
@@ -264,7 +264,7 @@ static void note_name(struct guard *g, const struct watch_dir *d, const char *na
 	note_pid(g, nspid, nspid, key, now);
 }
 
-static const struct watch_dir *watch_dir_of_wd(struct guard *g, int wd)
+static const struct socket_dir *socket_dir_of_wd(struct guard *g, int wd)
 {
 	for (size_t i = 0; i < g->n_dirs; i++)
 		if (g->dirs[i].wd == wd)
@@ -280,7 +280,7 @@ void guard_on_inotify(struct loop *l, int fd, uint32_t events, void *ctx)
 	struct guard *g = ctx;
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
 	int64_t now = loop_now();
-	const struct watch_dir *last = NULL;
+	const struct socket_dir *last = NULL;
 	(void)l;
 	(void)events;
 
@@ -296,7 +296,7 @@ void guard_on_inotify(struct loop *l, int fd, uint32_t events, void *ctx)
 				ask_light_scan(g, now);
 			} else if (ev->len > 0) {
 				if (!last || last->wd != ev->wd)
-					last = watch_dir_of_wd(g, ev->wd);
+					last = socket_dir_of_wd(g, ev->wd);
 				note_name(g, last, ev->name, now);
 			}
 			if (ev->mask & IN_IGNORED) {

@@ -68,7 +68,7 @@ struct seen_pid {
 	int64_t first_ns;
 };
 
-struct watch_dir {
+struct socket_dir {
 	int wd;
 	int ns_dir; /* under /proc/PID/root: names carry pids of another namespace */
 	char path[DISCOVERY_SOCK_MAX];
@@ -114,7 +114,7 @@ struct guard {
 	size_t n_procs, cap_procs;
 	struct seen_pid *seen;
 	size_t n_seen;
-	struct watch_dir *dirs;
+	struct socket_dir *dirs;
 	size_t n_dirs;
 	int watch_limit_logged;
 	struct state_record *kept; /* limit state of (rule, process) pairs not applied now */

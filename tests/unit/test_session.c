@@ -6,6 +6,7 @@
 #include "check.h"
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/events.h"
+#include "dumpwatch/rules.h"
 #include "dumpwatch/session.h"
 
 int main(void)
@@ -146,7 +147,7 @@ int main(void)
 	                                      sizeof(e)) == -ENOSPC &&
 	      strcmp(e, "--meters: at most 16 meters") == 0);
 
-	/* A rule's meters come with it, once each. */
+	/* A rule's meters come with its conditions, once each. */
 	struct rule r;
 	char err[256];
 	memset(&r, 0, sizeof(r));
@@ -155,7 +156,8 @@ int main(void)
 	CHECK(rule_cond_parse("meter Shop/orders rate > 5", &r.conds[1], err, sizeof(err)) == 0);
 	CHECK(rule_cond_parse("loh-size > 1MB", &r.conds[2], err, sizeof(err)) == 0);
 	r.n_conds = 3;
-	session_subscription_add(&sub, &r);
+	for (uint32_t c = 0; c < r.n_conds; c++)
+		session_subscription_add_metric(&sub, &r.conds[c].metric);
 	CHECK(sub.n_meters == 1 && strcmp(sub.meters[0], "Shop") == 0 && (sub.needs & NEED_METERS) &&
 	      (sub.needs & NEED_GC));
 	struct session_subscription other = sub;
