@@ -11,7 +11,7 @@
 # journal (the JSON-lines writer of the journal, views, ps and state),
 # context (a dump context read back: show's text and the plot), procstat (the
 # /proc/PID/status parser), cgroup (the /proc/PID/cgroup parser), s3resp
-# (what the S3 client reads of a server's answer).
+# (what the daemon reads of an S3 server's answer).
 # Corpora grow in build-fuzz/corpus/TARGET, seeded from tests/data, examples
 # and tests/fuzz/seeds; a crash, leak, timeout or sanitizer report is written
 # to build-fuzz/findings/TARGET/ and makes the script exit 1. Copy a finding
@@ -35,9 +35,11 @@ command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/set
 
 mkdir -p "$out/obj"
 flags=(-g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE
-	-std=gnu11 -I"$here/include" -I/usr/include/json-c -DDW_TEST_DATA="\"$here/tests/data\"")
+	-std=gnu11 -I/usr/include/json-c -DDW_TEST_DATA="\"$here/tests/data\"")
+for d in "$here"/include/[0-9]-*; do flags+=(-I"$d"); done
 objs=()
-for src in $(find "$here/src" -name "*.c" | sort); do
+# The daemon's layers; the helper programs link libraries no target needs.
+for src in $(find "$here/src" -path "$here/src/helpers" -prune -o -name "*.c" -print | sort); do
 	[ "$(basename "$src")" = main.c ] && continue
 	o="$out/obj/$(basename "$src" .c).o"
 	if [ ! -e "$o" ] || [ "$src" -nt "$o" ] || [ -n "$(find "$here/include" -newer "$o" -name '*.h' | head -1)" ]; then
@@ -45,7 +47,7 @@ for src in $(find "$here/src" -name "*.c" | sort); do
 	fi
 	objs+=("$o")
 done
-libs=(-ljson-c -linotifytools -lcurl -lmicrohttpd -lm)
+libs=(-ljson-c -linotifytools -lm)
 
 seeds_of() {
 	case $1 in
