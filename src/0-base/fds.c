@@ -6,12 +6,14 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 int fds_raise_limit(struct fds_limit *out)
@@ -108,4 +110,38 @@ int fds_write_path(const char *path, const void *data, size_t len, mode_t mode, 
 	r = fds_write_file(dirfd, basename(base), data, len, mode, noreplace);
 	close(dirfd);
 	return r;
+}
+
+int64_t fds_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int fds_wait(int fd, short events, int64_t deadline_ms)
+{
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = events};
+		int t = -1, r;
+
+		if (deadline_ms >= 0) {
+			int64_t left = deadline_ms - fds_now_ms();
+			if (left <= 0)
+				return -ETIMEDOUT;
+			t = left > INT_MAX ? INT_MAX : (int)left;
+		}
+		r = poll(&p, 1, t);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			continue; /* the next round sees the deadline */
+		if (p.revents & POLLNVAL)
+			return -EBADF;
+		return 0;
+	}
 }

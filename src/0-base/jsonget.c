@@ -1,6 +1,8 @@
 /* Typed reading of parsed JSON; see jsonget.h. */
 #include "dumpwatch/jsonget.h"
 
+#include "dumpwatch/text.h"
+
 #include <math.h>
 
 struct json_object *jv_member(struct json_object *o, const char *key)
@@ -67,4 +69,15 @@ int jv_int64(struct json_object *o, const char *key, int64_t *out)
 		return 0;
 	*out = x;
 	return 1;
+}
+
+void jv_put_str(FILE *out, struct json_object *o, const char *key, const char *dflt)
+{
+	size_t len;
+	const char *s = jv_str(o, key, &len);
+
+	if (s)
+		text_put_escaped(out, s, len);
+	else
+		fputs(dflt, out);
 }

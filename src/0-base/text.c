@@ -171,6 +171,59 @@ int text_eq_nocase(const char *a, const char *b)
 	return *a == '\0' && *b == '\0';
 }
 
+int text_ends_with(const char *s, size_t len, const char *suffix, int nocase)
+{
+	size_t n = strlen(suffix);
+
+	if (len < n)
+		return 0;
+	return nocase ? strncasecmp(s + len - n, suffix, n) == 0 : memcmp(s + len - n, suffix, n) == 0;
+}
+
+void text_quote(char *dst, size_t dstlen, const char *src, size_t srclen, size_t max)
+{
+	size_t n = strnlen(src, srclen < max ? srclen : max);
+
+	if (dstlen == 0)
+		return;
+	snprintf(dst, dstlen, "%.*s%s", (int)n, src, n < srclen && src[n] ? "..." : "");
+	for (char *p = dst; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+			*p = '?';
+}
+
+size_t text_edit_distance(const char *a, const char *b)
+{
+	size_t rows[3][TEXT_EDIT_MAX + 1];
+	size_t la = strlen(a), lb = strlen(b);
+	size_t *prev2 = rows[0], *prev = rows[1], *cur = rows[2], *t;
+
+	if (la > TEXT_EDIT_MAX || lb > TEXT_EDIT_MAX)
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t cost = text_lower(a[i - 1]) == text_lower(b[j - 1]) ? 0 : 1;
+			size_t best = prev[j] + 1;
+			if (cur[j - 1] + 1 < best)
+				best = cur[j - 1] + 1;
+			if (prev[j - 1] + cost < best)
+				best = prev[j - 1] + cost;
+			if (i > 1 && j > 1 && text_lower(a[i - 1]) == text_lower(b[j - 2]) &&
+			    text_lower(a[i - 2]) == text_lower(b[j - 1]) && prev2[j - 2] + 1 < best)
+				best = prev2[j - 2] + 1;
+			cur[j] = best;
+		}
+		t = prev2;
+		prev2 = prev;
+		prev = cur;
+		cur = t;
+	}
+	return prev[lb];
+}
+
 int text_is_control(uint32_t cp)
 {
 	return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0x061C ||

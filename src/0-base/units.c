@@ -84,20 +84,6 @@ static const struct unit_def *find_unit(const struct unit_def *table, const char
 	return NULL;
 }
 
-/* Copies src into dst for quoting in a message: at most 40 characters, bytes
- * that are not printable ASCII shown as '?', "..." when cut. */
-static void quote_text(char *dst, size_t dstlen, const char *src)
-{
-	size_t n = strnlen(src, 40);
-
-	if (dstlen == 0)
-		return;
-	snprintf(dst, dstlen, "%.*s%s", (int)n, src, src[n] ? "..." : "");
-	for (char *p = dst; *p; p++)
-		if (*p < 0x20 || *p >= 0x7f)
-			*p = '?';
-}
-
 /* 10^n for small n, exact up to n = 22 (no libm). */
 static double pow10_small(int n)
 {
@@ -134,7 +120,7 @@ static int qty_split(const char *text, struct qty *q, char *err, size_t errlen)
 	size_t len;
 
 	memset(q, 0, sizeof(*q));
-	quote_text(shown, sizeof(shown), text);
+	text_quote(shown, sizeof(shown), text, SIZE_MAX, 40);
 	while (is_space(*p))
 		p++;
 	num_start = p;
@@ -220,7 +206,7 @@ static int qty_split(const char *text, struct qty *q, char *err, size_t errlen)
 	}
 	if (*p != '\0') {
 		char rest[48];
-		quote_text(rest, sizeof(rest), p);
+		text_quote(rest, sizeof(rest), p, SIZE_MAX, 40);
 		snprintf(err, errlen, "\"%s\": unexpected \"%s\" after the value", shown, rest);
 		return -EINVAL;
 	}
@@ -361,7 +347,7 @@ int units_parse_value(const char *text, enum unit_kind kind, double *out, char *
 
 	if (!text)
 		text = "";
-	quote_text(shown, sizeof(shown), text);
+	text_quote(shown, sizeof(shown), text, SIZE_MAX, 40);
 	if (strspn(text, " \t\n\r\v\f") == strlen(text)) {
 		kind_example(kind, kind == UNIT_PERCENT ? "90" : kind == UNIT_MS ? "200" : "10", ex, sizeof(ex));
 		snprintf(err, errlen, "missing value: write %s", ex);
@@ -462,7 +448,7 @@ int units_parse_duration(const char *text, int64_t *out_ns, char *err, size_t er
 
 	if (!text)
 		text = "";
-	quote_text(shown, sizeof(shown), text);
+	text_quote(shown, sizeof(shown), text, SIZE_MAX, 40);
 	if (strspn(text, " \t\n\r\v\f") == strlen(text)) {
 		snprintf(err, errlen, "missing duration: write one such as 10s or 500ms");
 		return -EINVAL;

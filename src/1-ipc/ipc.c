@@ -11,6 +11,8 @@
  * ds-dump-protocol.c, ds-process-protocol.c) and against .NET 10.0.12. */
 #include "dumpwatch/ipc.h"
 
+#include "dumpwatch/fds.h"
+
 #include "dumpwatch/text.h"
 
 #include <errno.h>
@@ -44,53 +46,27 @@ static const uint8_t ipc_magic[14] = "DOTNET_IPC_V1"; /* 13 chars + NUL */
 
 /* --- request building --- */
 
-void ipc_buf_free(struct ipc_buf *b)
-{
-	if (!b)
-		return;
-	free(b->data);
-	b->data = NULL;
-	b->len = b->cap = 0;
-}
-
 /* Appends n bytes; a message can never exceed the u16 size field. */
-static int buf_put(struct ipc_buf *b, const void *p, size_t n)
+static int buf_put(struct strbuf *b, const void *p, size_t n)
 {
-	if (n > IPC_MAX_MESSAGE - b->len)
-		return -EINVAL;
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		uint8_t *d;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		if (cap > IPC_MAX_MESSAGE)
-			cap = IPC_MAX_MESSAGE;
-		d = realloc(b->data, cap);
-		if (!d)
-			return -ENOMEM;
-		b->data = d;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->data + b->len, p, n);
-	b->len += n;
-	return 0;
+	if (strbuf_add(b, p, n) == 0)
+		return 0;
+	return b->len + n > IPC_MAX_MESSAGE ? -EINVAL : -ENOMEM;
 }
 
-static int put_u8(struct ipc_buf *b, uint8_t v)
+static int put_u8(struct strbuf *b, uint8_t v)
 {
 	return buf_put(b, &v, 1);
 }
 
-static int put_u16(struct ipc_buf *b, uint16_t v)
+static int put_u16(struct strbuf *b, uint16_t v)
 {
 	uint8_t x[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
 
 	return buf_put(b, x, sizeof(x));
 }
 
-static int put_u32(struct ipc_buf *b, uint32_t v)
+static int put_u32(struct strbuf *b, uint32_t v)
 {
 	uint8_t x[4];
 
@@ -99,7 +75,7 @@ static int put_u32(struct ipc_buf *b, uint32_t v)
 	return buf_put(b, x, sizeof(x));
 }
 
-static int put_u64(struct ipc_buf *b, uint64_t v)
+static int put_u64(struct strbuf *b, uint64_t v)
 {
 	uint8_t x[8];
 
@@ -110,7 +86,7 @@ static int put_u64(struct ipc_buf *b, uint64_t v)
 
 /* A protocol string: u32 length in UTF-16 units including the NUL, then
  * UTF-16LE; NULL is length 0. -EINVAL for invalid UTF-8. */
-static int put_string(struct ipc_buf *b, const char *s)
+static int put_string(struct strbuf *b, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t len, i, units = 1;
@@ -149,25 +125,27 @@ static int put_string(struct ipc_buf *b, const char *s)
 }
 
 /* Starts a message in out (replacing its contents); msg_end fills in the size. */
-static int msg_begin(struct ipc_buf *out, uint8_t set, uint8_t id)
+static int msg_begin(struct strbuf *out, uint8_t set, uint8_t id)
 {
 	int r;
 
 	out->len = 0;
+	out->failed = 0;
+	out->max = IPC_MAX_MESSAGE;
 	if ((r = buf_put(out, ipc_magic, sizeof(ipc_magic))) < 0 || (r = put_u16(out, 0)) < 0 ||
 	    (r = put_u8(out, set)) < 0 || (r = put_u8(out, id)) < 0 || (r = put_u16(out, 0)) < 0)
 		return r;
 	return 0;
 }
 
-static int msg_end(struct ipc_buf *out, int r)
+static int msg_end(struct strbuf *out, int r)
 {
 	if (r < 0) {
 		out->len = 0;
 		return r;
 	}
-	out->data[14] = (uint8_t)out->len;
-	out->data[15] = (uint8_t)(out->len >> 8);
+	out->p[14] = (char)(uint8_t)out->len;
+	out->p[15] = (char)(uint8_t)(out->len >> 8);
 	return 0;
 }
 
@@ -175,7 +153,7 @@ static int msg_end(struct ipc_buf *out, int r)
  * event filter per provider: u8 enable, u32 count, count x u32 event id.
  * With enable 1 the ids are the only ones allowed (of the keywords and
  * level); "enable 0, count 0" disables nothing. */
-static int put_providers(struct ipc_buf *out, const struct ipc_provider *providers, size_t n, int with_filter)
+static int put_providers(struct strbuf *out, const struct ipc_provider *providers, size_t n, int with_filter)
 {
 	int r;
 
@@ -199,7 +177,7 @@ static int put_providers(struct ipc_buf *out, const struct ipc_provider *provide
 }
 
 int ipc_build_collect_tracing(int version, uint32_t buffer_mb, const struct ipc_provider *providers, size_t n,
-                              struct ipc_buf *out)
+                              struct strbuf *out)
 {
 	int r;
 
@@ -244,7 +222,7 @@ int ipc_build_collect_tracing(int version, uint32_t buffer_mb, const struct ipc_
 	return msg_end(out, r);
 }
 
-int ipc_build_stop_tracing(uint64_t session_id, struct ipc_buf *out)
+int ipc_build_stop_tracing(uint64_t session_id, struct strbuf *out)
 {
 	int r = msg_begin(out, IPC_SET_EVENTPIPE, EP_STOP_TRACING);
 
@@ -253,7 +231,7 @@ int ipc_build_stop_tracing(uint64_t session_id, struct ipc_buf *out)
 	return msg_end(out, r);
 }
 
-int ipc_build_process_info(int version, struct ipc_buf *out)
+int ipc_build_process_info(int version, struct strbuf *out)
 {
 	static const uint8_t ids[] = {0x00, 0x04, 0x08};
 
@@ -266,7 +244,7 @@ int ipc_build_process_info(int version, struct ipc_buf *out)
  * u32 flags. Version 1 calls the third field "diagnostics" (0 or 1, console
  * logging), so only the logging flag is valid there; the runtime's parser
  * (ds-dump-protocol.c) rejects a version 1 payload without it. */
-int ipc_build_dump(int version, const char *path, enum dump_type type, uint32_t flags, struct ipc_buf *out)
+int ipc_build_dump(int version, const char *path, enum dump_type type, uint32_t flags, struct strbuf *out)
 {
 	int r;
 
@@ -474,54 +452,18 @@ void ipc_describe_error(const struct ipc_reply *r, char *buf, size_t len)
 
 /* --- socket calls --- */
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A deadline from a timeout; a negative timeout means none (-1). */
 static int64_t deadline_after(int timeout_ms)
 {
-	return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	return timeout_ms < 0 ? -1 : fds_now_ms() + timeout_ms;
 }
 
-/* Waits until fd is ready for events or the deadline passes. Readiness
- * includes hang-up and error: the following recv/send reports those. */
-static int wait_fd(int fd, short events, int64_t deadline)
+static int write_all(int fd, const void *buf, size_t n, int64_t deadline)
 {
-	for (;;) {
-		struct pollfd p = {.fd = fd, .events = events};
-		int t = -1, r;
-
-		if (deadline >= 0) {
-			int64_t left = deadline - now_ms();
-
-			if (left <= 0)
-				return -ETIMEDOUT;
-			t = left > INT_MAX ? INT_MAX : (int)left;
-		}
-		r = poll(&p, 1, t);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			continue; /* the next round sees the deadline */
-		if (p.revents & POLLNVAL)
-			return -EBADF;
-		return 0;
-	}
-}
-
-static int write_all(int fd, const uint8_t *p, size_t n, int64_t deadline)
-{
+	const uint8_t *p = buf;
 	while (n > 0) {
 		ssize_t w;
-		int r = wait_fd(fd, POLLOUT, deadline);
+		int r = fds_wait(fd, POLLOUT, deadline);
 
 		if (r < 0)
 			return r;
@@ -547,7 +489,7 @@ static int read_exact(int fd, uint8_t *p, size_t n, int64_t deadline, size_t *re
 	while (got < n) {
 		ssize_t k;
 
-		if ((r = wait_fd(fd, POLLIN, deadline)) < 0)
+		if ((r = fds_wait(fd, POLLIN, deadline)) < 0)
 			break;
 		k = recv(fd, p + got, n - got, MSG_DONTWAIT);
 		if (k < 0) {
@@ -667,7 +609,7 @@ static int connect_until(const struct ipc_endpoint *ep, int64_t deadline, struct
 		if (errno == EAGAIN) {
 			struct timespec ts = {0, 10 * 1000 * 1000};
 
-			if (deadline >= 0 && now_ms() >= deadline) {
+			if (deadline >= 0 && fds_now_ms() >= deadline) {
 				r = -ETIMEDOUT;
 				goto out;
 			}
@@ -678,7 +620,7 @@ static int connect_until(const struct ipc_endpoint *ep, int64_t deadline, struct
 			int soerr = 0;
 			socklen_t sl = sizeof(soerr);
 
-			if ((r = wait_fd(fd, POLLOUT, deadline)) < 0)
+			if ((r = fds_wait(fd, POLLOUT, deadline)) < 0)
 				goto out;
 			if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0) {
 				r = -errno;
@@ -714,19 +656,19 @@ int ipc_connect(const struct ipc_endpoint *ep)
 	return connect_until(ep, deadline_after(IPC_CONNECT_TIMEOUT_MS), NULL);
 }
 
-static int transact_until(const struct ipc_endpoint *ep, const struct ipc_buf *req, int64_t deadline,
+static int transact_until(const struct ipc_endpoint *ep, const struct strbuf *req, int64_t deadline,
                           struct ipc_reply *reply, int *ret_fd, struct ucred *seen)
 {
 	int fd, r;
 
 	if (ret_fd)
 		*ret_fd = -1;
-	if (!req || !req->data || req->len < IPC_HEADER_SIZE || !reply)
+	if (!req || !req->p || req->len < IPC_HEADER_SIZE || !reply)
 		return -EINVAL;
 	fd = connect_until(ep, deadline, seen);
 	if (fd < 0)
 		return fd;
-	r = write_all(fd, req->data, req->len, deadline);
+	r = write_all(fd, req->p, req->len, deadline);
 	if (r == 0)
 		r = read_reply_until(fd, deadline, reply);
 	if (r < 0 || !ret_fd)
@@ -736,7 +678,7 @@ static int transact_until(const struct ipc_endpoint *ep, const struct ipc_buf *r
 	return r;
 }
 
-int ipc_transact(const struct ipc_endpoint *ep, const struct ipc_buf *req, int timeout_ms, struct ipc_reply *reply,
+int ipc_transact(const struct ipc_endpoint *ep, const struct strbuf *req, int timeout_ms, struct ipc_reply *reply,
                  int *ret_fd)
 {
 	return transact_until(ep, req, deadline_after(timeout_ms), reply, ret_fd, NULL);
@@ -876,7 +818,7 @@ void ipc_op_clear(struct ipc_op *op)
 	if (op->phase != OP_IDLE && op->stream_fd >= 0)
 		close(op->stream_fd);
 	op->stream_fd = -1;
-	ipc_buf_free(&op->req);
+	strbuf_free(&op->req);
 	free(op->reply);
 	op->reply = NULL;
 	op->phase = OP_IDLE;
@@ -1148,7 +1090,7 @@ int ipc_op_step(struct ipc_op *op, int64_t now)
 		}
 		case OP_SEND: {
 			ssize_t w =
-			    send(op->fd, op->req.data + op->sent, op->req.len - op->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+			    send(op->fd, op->req.p + op->sent, op->req.len - op->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (w < 0) {
 				if (errno == EINTR)
 					continue;
@@ -1329,7 +1271,7 @@ int ipc_dump_send(const struct ipc_endpoint *ep, int version, const char *path, 
 {
 	struct ucred seen = {0};
 	static const char *const names[] = {"", "GenerateCoreDump", "GenerateCoreDump2", "GenerateCoreDump3"};
-	struct ipc_buf req = {0};
+	struct strbuf req = {0};
 	int64_t deadline = deadline_after(IPC_CONNECT_TIMEOUT_MS);
 	int fd, r;
 
@@ -1348,11 +1290,11 @@ int ipc_dump_send(const struct ipc_endpoint *ep, int version, const char *path, 
 	fd = connect_until(ep, deadline, &seen);
 	if (fd < 0) {
 		describe_transport(err, errlen, names[version], ep, fd, IPC_CONNECT_TIMEOUT_MS, &seen);
-		ipc_buf_free(&req);
+		strbuf_free(&req);
 		return fd;
 	}
-	r = write_all(fd, req.data, req.len, deadline);
-	ipc_buf_free(&req);
+	r = write_all(fd, req.p, req.len, deadline);
+	strbuf_free(&req);
 	if (r < 0) {
 		describe_transport(err, errlen, names[version], ep, r, IPC_CONNECT_TIMEOUT_MS, &seen);
 		close(fd);

@@ -541,14 +541,6 @@ int dn_find_socket_in_dir(const char *dir, pid_t nspid, unsigned long long start
 	return r;
 }
 
-/* Ends with suffix, ASCII case-insensitively. */
-static int ends_with(const char *s, size_t len, const char *suffix)
-{
-	size_t n = strlen(suffix);
-
-	return len >= n && strncasecmp(s + len - n, suffix, n) == 0;
-}
-
 /* Copies the base name of path[0..len) without ".dll"/".exe" into out. */
 static void base_without_ext(const char *path, size_t len, char *out, size_t outlen)
 {
@@ -558,7 +550,7 @@ static void base_without_ext(const char *path, size_t len, char *out, size_t out
 		if (path[i] == '/' || path[i] == '\\')
 			b = path + i + 1;
 	len -= (size_t)(b - path);
-	if ((ends_with(b, len, ".dll") || ends_with(b, len, ".exe")) && len > 4)
+	if ((text_ends_with(b, len, ".dll", 1) || text_ends_with(b, len, ".exe", 1)) && len > 4)
 		len -= 4;
 	snprintf(out, outlen, "%.*s", (int)(len > INT32_MAX ? INT32_MAX : len), b);
 }
@@ -582,7 +574,7 @@ void dn_process_name(const char *entry_assembly, const char *exe_name, const cha
 			const char *nul = memchr(a, '\0', cmdline_len - i);
 			size_t alen = nul ? (size_t)(nul - a) : cmdline_len - i;
 
-			if (arg++ > 0 && ends_with(a, alen, ".dll") && alen > 4) {
+			if (arg++ > 0 && text_ends_with(a, alen, ".dll", 1) && alen > 4) {
 				base_without_ext(a, alen, out, outlen);
 				return;
 			}

@@ -144,65 +144,16 @@ static int name_char_ok(char c)
 	       c == '_';
 }
 
-/* Copies src for quoting in a message: at most 60 characters, bytes that are
- * not printable ASCII shown as '?', "..." when cut. */
-static void quote_text(char *dst, size_t dstlen, const char *src)
-{
-	size_t n = strnlen(src, 60);
-
-	if (dstlen == 0)
-		return;
-	snprintf(dst, dstlen, "%.*s%s", (int)n, src, src[n] ? "..." : "");
-	for (char *p = dst; *p; p++)
-		if (*p < 0x20 || *p >= 0x7f)
-			*p = '?';
-}
-
-/* Case-insensitive optimal-string-alignment distance (Levenshtein plus
- * adjacent transposition, so "szie" is one edit from "size"). Inputs are
- * bounded by CATALOG_NAME_MAX; longer ones count as far away. */
-static int edit_distance(const char *a, const char *b)
-{
-	int rows[3][CATALOG_NAME_MAX + 1];
-	size_t la = strlen(a), lb = strlen(b), i, j;
-	int *prev2 = rows[0], *prev = rows[1], *cur = rows[2], *t;
-
-	if (la > CATALOG_NAME_MAX || lb > CATALOG_NAME_MAX)
-		return 1 << 20;
-	for (j = 0; j <= lb; j++)
-		prev[j] = (int)j;
-	for (i = 1; i <= la; i++) {
-		cur[0] = (int)i;
-		for (j = 1; j <= lb; j++) {
-			int cost = text_lower(a[i - 1]) == text_lower(b[j - 1]) ? 0 : 1;
-			int best = prev[j] + 1;
-			if (cur[j - 1] + 1 < best)
-				best = cur[j - 1] + 1;
-			if (prev[j - 1] + cost < best)
-				best = prev[j - 1] + cost;
-			if (i > 1 && j > 1 && text_lower(a[i - 1]) == text_lower(b[j - 2]) &&
-			    text_lower(a[i - 2]) == text_lower(b[j - 1]) && prev2[j - 2] + 1 < best)
-				best = prev2[j - 2] + 1;
-			cur[j] = best;
-		}
-		t = prev2;
-		prev2 = prev;
-		prev = cur;
-		cur = t;
-	}
-	return prev[lb];
-}
-
 /* How far a typo may be from a name and still be suggested. */
-static int max_distance(const char *typed)
+static size_t max_distance(const char *typed)
 {
 	size_t n = strlen(typed);
 	return n <= 4 ? 1 : n <= 10 ? 2 : 3;
 }
 
-static void consider(const char *typed, const char *cand, int *best, const char **best_name)
+static void consider(const char *typed, const char *cand, size_t *best, const char **best_name)
 {
-	int d = edit_distance(typed, cand);
+	size_t d = text_edit_distance(typed, cand);
 	if (d <= max_distance(typed) && d < *best) {
 		*best = d;
 		*best_name = cand;
@@ -213,7 +164,7 @@ static void consider(const char *typed, const char *cand, int *best, const char 
 static const char *nearest_counter(const char *name)
 {
 	const char *best_name = NULL;
-	int best = 1 << 20;
+	size_t best = SIZE_MAX;
 
 	for (size_t i = 0; runtime_counters[i].name; i++)
 		consider(name, runtime_counters[i].name, &best, &best_name);
@@ -225,7 +176,7 @@ static const char *nearest_counter(const char *name)
 static const char *nearest_any(const char *name)
 {
 	const char *best_name = NULL;
-	int best = 1 << 20;
+	size_t best = SIZE_MAX;
 
 	for (size_t i = 0; i < (size_t)M_COUNTER; i++)
 		if (i != M_EXCEPTIONS)
@@ -271,7 +222,7 @@ int catalog_resolve(const char *name, struct metric_ref *out, char *err, size_t 
 		return -EINVAL;
 	}
 	len = strnlen(name, CATALOG_NAME_MAX);
-	quote_text(shown, sizeof(shown), name);
+	text_quote(shown, sizeof(shown), name, SIZE_MAX, 60);
 	if (len >= CATALOG_NAME_MAX) {
 		snprintf(err, errlen, "metric name \"%s\" is too long (at most %d characters)", shown,
 		         CATALOG_NAME_MAX - 1);
@@ -321,7 +272,7 @@ int catalog_resolve(const char *name, struct metric_ref *out, char *err, size_t 
 		if (text_eq_nocase(provider, RUNTIME_PROVIDER)) {
 			snprintf(provider, sizeof(provider), "%s", RUNTIME_PROVIDER);
 			if (!find_runtime_counter(counter) && (hint = nearest_counter(counter)) != NULL) {
-				quote_text(shown, sizeof(shown), counter);
+				text_quote(shown, sizeof(shown), counter, SIZE_MAX, 60);
 				snprintf(err, errlen, "unknown System.Runtime counter \"%s\"; did you mean \"%s/%s\"?",
 				         shown, RUNTIME_PROVIDER, hint);
 				return -ENOENT;
@@ -488,7 +439,7 @@ int catalog_meter(const char *spec, enum meter_stat stat, enum unit_kind unit, s
 	const char *p = spec, *slash;
 	size_t ml, il;
 
-	quote_text(shown, sizeof(shown), spec);
+	text_quote(shown, sizeof(shown), spec, SIZE_MAX, 60);
 	while (name_char_ok(*p))
 		p++;
 	ml = (size_t)(p - spec);

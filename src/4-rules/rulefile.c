@@ -423,30 +423,6 @@ static const char *shown(const char *s, char *buf, size_t buflen)
 	return buf;
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), row[KEY_MAX + 1];
-
-	if (la > KEY_MAX || lb > KEY_MAX)
-		return (size_t)-1;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		size_t diag_prev = row[0];
-		row[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t up = row[j], best = diag_prev + (text_lower(a[i - 1]) != text_lower(b[j - 1]));
-			if (up + 1 < best)
-				best = up + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			diag_prev = up;
-			row[j] = best;
-		}
-	}
-	return row[lb];
-}
-
 /* The index of the key in keys (NULL-terminated) that key is a near miss of
  * (a typo: close for its length), or -1. strict: closer still (one edit for a
  * short key, two for a longer one), for deciding what a file is rather than
@@ -457,7 +433,7 @@ static int near_key(const char *key, const char *const *keys, int strict)
 	int bi = -1;
 
 	for (int k = 0; keys[k]; k++) {
-		size_t d = edit_distance(key, keys[k]);
+		size_t d = text_edit_distance(key, keys[k]);
 		if (d < best) {
 			best = d;
 			bi = k;

@@ -50,20 +50,6 @@ static int is_word(const char *p, const char *kw)
 	return !is_alnum(p[i]) && p[i] != '_';
 }
 
-/* Copies src for quoting in a message: at most 60 characters, bytes that are
- * not printable ASCII shown as '?', "..." when cut. */
-static void quote_text(char *dst, size_t dstlen, const char *src, size_t srclen)
-{
-	size_t n = strnlen(src, srclen < 60 ? srclen : 60);
-
-	if (dstlen == 0)
-		return;
-	snprintf(dst, dstlen, "%.*s%s", (int)n, src, n < srclen && src[n] ? "..." : "");
-	for (char *p = dst; *p; p++)
-		if (*p < 0x20 || *p >= 0x7f)
-			*p = '?';
-}
-
 /* The extent of a quantity at s: NUMBER [spaces] [UNIT] [spaces / spaces
  * TIME-UNIT]. The word "for" is never taken as a unit. Something that does not
  * start like a number extends to the next space, for units.c to reject. */
@@ -225,7 +211,7 @@ static int parse_exception(const char *p, struct rule_cond *c, char *err, size_t
 		if (n > 0 && n < 6 && strspn(part, "0123456789") == n)
 			count = (double)atoi(part);
 		if (count < (op == COND_GT ? 0 : 1) || count > CATALOG_EXC_COUNT_MAX - (op == COND_GT)) {
-			quote_text(q, sizeof(q), part, n);
+			text_quote(q, sizeof(q), part, n, 60);
 			snprintf(err, errlen, "the count of exceptions must be a whole number from 1 to %d, not \"%s\"",
 			         CATALOG_EXC_COUNT_MAX, q);
 			return -EINVAL;
@@ -240,7 +226,7 @@ static int parse_exception(const char *p, struct rule_cond *c, char *err, size_t
 		part[n] = '\0';
 		if (units_parse_duration(part, &window, uerr, sizeof(uerr)) < 0 || window < RULE_EXC_WINDOW_MIN_NS ||
 		    window > RULE_EXC_WINDOW_MAX_NS) {
-			quote_text(q, sizeof(q), part, n);
+			text_quote(q, sizeof(q), part, n, 60);
 			snprintf(err, errlen,
 			         "\"in\" takes the window to count exceptions in, from 1s to 24h, not \"%s\"", q);
 			return -EINVAL;
@@ -252,7 +238,7 @@ static int parse_exception(const char *p, struct rule_cond *c, char *err, size_t
 		return -EINVAL;
 	}
 	if (*p) {
-		quote_text(q, sizeof(q), p, strlen(p));
+		text_quote(q, sizeof(q), p, strlen(p), 60);
 		snprintf(err, errlen,
 		         "unexpected \"%s\": an exception condition is exception [TYPE] [message 'PATTERN'] [>= N] "
 		         "[in DURATION]",
@@ -304,7 +290,7 @@ static int parse_comparison(const char *p, struct rule_cond *cp, char *err, size
 
 	/* OP */
 	p = skip_space(p);
-	quote_text(q1, sizeof(q1), c.metric.name, sizeof(c.metric.name));
+	text_quote(q1, sizeof(q1), c.metric.name, sizeof(c.metric.name), 60);
 	if (p[0] == '>' && p[1] == '=') {
 		c.op = COND_GE;
 		p += 2;
@@ -325,7 +311,7 @@ static int parse_comparison(const char *p, struct rule_cond *cp, char *err, size
 		p += 5;
 	} else if (p[0] == '=' || p[0] == '!') {
 		n = strspn(p, "=!<>");
-		quote_text(q2, sizeof(q2), p, n);
+		text_quote(q2, sizeof(q2), p, n, 60);
 		snprintf(err, errlen, "operator \"%s\" is not supported: use >, >=, < or <= (or above, below)", q2);
 		return -EINVAL;
 	} else {
@@ -338,7 +324,7 @@ static int parse_comparison(const char *p, struct rule_cond *cp, char *err, size
 		start = p;
 		while (*p && strchr("=!<>", *p))
 			p++;
-		quote_text(q2, sizeof(q2), start, (size_t)(p - start));
+		text_quote(q2, sizeof(q2), start, (size_t)(p - start), 60);
 		snprintf(err, errlen, "unexpected \"%s\" after the operator: use >, >=, < or <=", q2);
 		return -EINVAL;
 	}
@@ -387,7 +373,7 @@ static int parse_comparison(const char *p, struct rule_cond *cp, char *err, size
 	}
 
 	if (*p != '\0') {
-		quote_text(q2, sizeof(q2), p, strlen(p));
+		text_quote(q2, sizeof(q2), p, strlen(p), 60);
 		snprintf(err, errlen, "unexpected \"%s\" at the end: a condition is METRIC OP VALUE [for DURATION]",
 		         q2);
 		return -EINVAL;
@@ -426,7 +412,7 @@ static int parse_meter(const char *p, struct rule_cond *c, char *err, size_t err
 	    !is_word(p, "below")) {
 		stat = catalog_meter_stat_parse(p, n);
 		if (stat < 0) {
-			quote_text(q, sizeof(q), p, n);
+			text_quote(q, sizeof(q), p, n, 60);
 			snprintf(err, errlen,
 			         "unknown statistic \"%s\" of a meter: use value, rate, p50, p95, p99, count or sum",
 			         q);

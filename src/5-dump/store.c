@@ -12,6 +12,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
 
 /* Scanning stops here: a store is meant to hold tens of dumps. */
@@ -59,10 +60,11 @@ struct ctxfile {
 	int taken;
 };
 
-static int ends_with(const char *s, const char *suffix)
+/* Whether name is a stem and then ext. */
+static int has_ext(const char *name, const char *ext)
 {
-	size_t a = strlen(s), b = strlen(suffix);
-	return a > b && strcmp(s + a - b, suffix) == 0;
+	size_t n = strlen(name);
+	return n > strlen(ext) && text_ends_with(name, n, ext, 0);
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -93,7 +95,7 @@ static int attach_context(struct store_state *out, size_t *cap, struct ctxfile *
 		qsort(out->entries, n_dumps, sizeof(*out->entries), cmp_name);
 	for (size_t i = 0; i < n_cf; i++) {
 		struct store_entry key;
-		size_t stem = strlen(cf[i].name) - (ends_with(cf[i].name, ".json") ? 5 : 4);
+		size_t stem = strlen(cf[i].name) - (has_ext(cf[i].name, ".json") ? 5 : 4);
 		const char *cands[2] = {".core", ""};
 		struct store_entry *owner = NULL;
 		for (size_t c = 0; c < 2 && !owner; c++) {
@@ -118,7 +120,7 @@ static int attach_context(struct store_state *out, size_t *cap, struct ctxfile *
 	for (size_t i = 0; i < n_cf; i++) {
 		if (cf[i].taken)
 			continue;
-		size_t stem = strlen(cf[i].name) - (ends_with(cf[i].name, ".json") ? 5 : 4);
+		size_t stem = strlen(cf[i].name) - (has_ext(cf[i].name, ".json") ? 5 : 4);
 		if (push((void **)&out->entries, &out->n, cap, sizeof(*out->entries)) < 0)
 			return -ENOMEM;
 		struct store_entry *e = &out->entries[out->n++];
@@ -126,7 +128,7 @@ static int attach_context(struct store_state *out, size_t *cap, struct ctxfile *
 		snprintf(e->name, sizeof(e->name), "%s", cf[i].name);
 		e->context_only = 1;
 		for (size_t k = i; k < n_cf; k++) {
-			if (cf[k].taken || strlen(cf[k].name) - (ends_with(cf[k].name, ".json") ? 5 : 4) != stem ||
+			if (cf[k].taken || strlen(cf[k].name) - (has_ext(cf[k].name, ".json") ? 5 : 4) != stem ||
 			    strncmp(cf[k].name, cf[i].name, stem) != 0)
 				continue;
 			cf[k].taken = 1;
@@ -172,7 +174,7 @@ int store_scan(int dirfd, struct store_state *out)
 			continue;
 		if (de->d_type != DT_REG && de->d_type != DT_UNKNOWN)
 			continue;
-		if (ends_with(de->d_name, ".json") || ends_with(de->d_name, ".svg")) {
+		if (has_ext(de->d_name, ".json") || has_ext(de->d_name, ".svg")) {
 			if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
 			    st.st_uid != geteuid())
 				continue;
@@ -224,7 +226,7 @@ int store_delete(int dirfd, const struct store_entry *e)
 	int r = 0;
 
 	if (e->context_only) {
-		size_t stem = strlen(e->name) - (ends_with(e->name, ".json") ? 5 : 4);
+		size_t stem = strlen(e->name) - (has_ext(e->name, ".json") ? 5 : 4);
 		snprintf(json, sizeof(json), "%.*s.json", (int)stem, e->name);
 		snprintf(svg, sizeof(svg), "%.*s.svg", (int)stem, e->name);
 	} else {

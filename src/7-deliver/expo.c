@@ -17,73 +17,6 @@
 
 #include "dumpwatch/catalog.h"
 
-void expo_buf_free(struct expo_buf *b)
-{
-	if (!b)
-		return;
-	free(b->text);
-	memset(b, 0, sizeof(*b));
-}
-
-static int reserve(struct expo_buf *b, size_t more)
-{
-	if (b->failed)
-		return -1;
-	if (b->len + more + 1 <= b->cap)
-		return 0;
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap < b->len + more + 1)
-		cap *= 2;
-	if (cap > EXPO_TEXT_MAX) {
-		b->failed = 1;
-		return -1;
-	}
-	char *t = realloc(b->text, cap);
-	if (!t) {
-		b->failed = 1;
-		return -1;
-	}
-	b->text = t;
-	b->cap = cap;
-	return 0;
-}
-
-static void put(struct expo_buf *b, const char *s, size_t n)
-{
-	if (reserve(b, n) < 0)
-		return;
-	memcpy(b->text + b->len, s, n);
-	b->len += n;
-	b->text[b->len] = '\0';
-}
-
-static void puts_(struct expo_buf *b, const char *s)
-{
-	put(b, s, strlen(s));
-}
-
-__attribute__((format(printf, 2, 3))) static void putf(struct expo_buf *b, const char *fmt, ...)
-{
-	char small[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	int n = vsnprintf(small, sizeof(small), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n < sizeof(small)) {
-		put(b, small, (size_t)n);
-		return;
-	}
-	if (reserve(b, (size_t)n) < 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->text + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
-
 static int name_char(char c, int first, int colon)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':') ||
@@ -146,7 +79,7 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 /* Appends s escaped: '\\' and newline always, '"' in a label value; a
  * control character or a byte of no valid UTF-8 sequence as '?'; at most
  * max bytes of s, never half a character. */
-static void put_escaped(struct expo_buf *b, const char *s, size_t max, int quote)
+static void put_escaped(struct strbuf *b, const char *s, size_t max, int quote)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t n = strlen(s);
@@ -156,77 +89,77 @@ static void put_escaped(struct expo_buf *b, const char *s, size_t max, int quote
 	for (size_t i = 0; i < n;) {
 		size_t k = utf8_len(u + i, n - i);
 		if (k == 0) {
-			put(b, "?", 1);
+			strbuf_add(b, "?", 1);
 			i++;
 			continue;
 		}
 		if (k > 1) {
-			put(b, s + i, k);
+			strbuf_add(b, s + i, k);
 		} else if (u[i] == '\\') {
-			put(b, "\\\\", 2);
+			strbuf_add(b, "\\\\", 2);
 		} else if (u[i] == '\n') {
-			put(b, "\\n", 2);
+			strbuf_add(b, "\\n", 2);
 		} else if (quote && u[i] == '"') {
-			put(b, "\\\"", 2);
+			strbuf_add(b, "\\\"", 2);
 		} else if (u[i] < 0x20 || u[i] == 0x7f) {
-			put(b, "?", 1);
+			strbuf_add(b, "?", 1);
 		} else {
-			put(b, s + i, 1);
+			strbuf_add(b, s + i, 1);
 		}
 		i += k;
 	}
 }
 
-void expo_family(struct expo_buf *b, const char *name, const char *type, const char *help)
+void expo_family(struct strbuf *b, const char *name, const char *type, const char *help)
 {
 	char n[EXPO_NAME_MAX + 1];
 
 	expo_sanitize_name(name, n, sizeof(n));
-	putf(b, "# HELP %s ", n);
+	strbuf_printf(b, "# HELP %s ", n);
 	put_escaped(b, help, 1024, 0);
-	putf(b, "\n# TYPE %s %s\n", n, type);
+	strbuf_printf(b, "\n# TYPE %s %s\n", n, type);
 }
 
-static void put_value(struct expo_buf *b, double v)
+static void put_value(struct strbuf *b, double v)
 {
 	if (isnan(v))
-		puts_(b, "NaN");
+		strbuf_str(b, "NaN");
 	else if (isinf(v))
-		puts_(b, v > 0 ? "+Inf" : "-Inf");
+		strbuf_str(b, v > 0 ? "+Inf" : "-Inf");
 	else if (v == floor(v) && fabs(v) < 1e15)
-		putf(b, "%.0f", v);
+		strbuf_printf(b, "%.0f", v);
 	else {
 		/* The shortest of the two that reads back as v. */
 		char s[40];
 		snprintf(s, sizeof(s), "%.15g", v);
 		if (strtod(s, NULL) != v)
 			snprintf(s, sizeof(s), "%.17g", v);
-		puts_(b, s);
+		strbuf_str(b, s);
 	}
 }
 
-void expo_sample(struct expo_buf *b, const char *name, const struct expo_label *labels, size_t n_labels, double value)
+void expo_sample(struct strbuf *b, const char *name, const struct expo_label *labels, size_t n_labels, double value)
 {
 	char n[EXPO_NAME_MAX + 1];
 	int open = 0;
 
 	expo_sanitize_name(name, n, sizeof(n));
-	puts_(b, n);
+	strbuf_str(b, n);
 	for (size_t i = 0; i < n_labels; i++) {
 		char ln[EXPO_NAME_MAX + 1];
 		if (!labels[i].value || !labels[i].value[0])
 			continue;
 		sanitize(labels[i].name, ln, sizeof(ln), 0);
-		putf(b, "%s%s=\"", open ? "," : "{", ln);
+		strbuf_printf(b, "%s%s=\"", open ? "," : "{", ln);
 		put_escaped(b, labels[i].value, EXPO_LABEL_MAX, 1);
-		put(b, "\"", 1);
+		strbuf_add(b, "\"", 1);
 		open = 1;
 	}
 	if (open)
-		put(b, "}", 1);
-	put(b, " ", 1);
+		strbuf_add(b, "}", 1);
+	strbuf_add(b, " ", 1);
 	put_value(b, value);
-	put(b, "\n", 1);
+	strbuf_add(b, "\n", 1);
 }
 
 /* ---- the processes' metrics ------------------------------------------- */
@@ -282,7 +215,7 @@ void expo_process_labels(const struct expo_process *p, char *pid, size_t pidlen,
 	l[3] = (struct expo_label){"pod", p->pod};
 }
 
-void expo_processes(struct expo_buf *b, const struct expo_process *procs, size_t n, int64_t now_ns)
+void expo_processes(struct strbuf *b, const struct expo_process *procs, size_t n, int64_t now_ns)
 {
 	char err[256], pid[16];
 	struct expo_label l[6];

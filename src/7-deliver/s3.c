@@ -10,6 +10,7 @@
  * error sentence is escaped into one line. */
 #include "dumpwatch/s3.h"
 
+#include "dumpwatch/strbuf.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/trust.h"
 
@@ -128,16 +129,11 @@ static int endpoint_parse(const char *url, struct endpoint *ep, char *err, size_
 	return 0;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-	return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
 static int use_vhost(const struct s3_config *c, const struct endpoint *ep)
 {
 	if (c->addressing == S3_ADDRESSING_AUTO)
-		return ends_with(ep->host, ".amazonaws.com") || strcmp(ep->host, "amazonaws.com") == 0;
+		return text_ends_with(ep->host, strlen(ep->host), ".amazonaws.com", 0) ||
+		       strcmp(ep->host, "amazonaws.com") == 0;
 	return c->addressing == S3_ADDRESSING_VHOST;
 }
 
@@ -286,38 +282,15 @@ int s3_target_build(const struct s3_config *c, const char *key, struct s3_target
 
 /* ---- the query, the date ---- */
 
-/* A bounded string being built; once over its bound it stays failed. */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int over;
-};
-
-static void sb_add(struct sbuf *b, const char *s, size_t n)
+/* Appends s URI-encoded (s3_uri_encode) to b. */
+static void add_encoded(struct strbuf *b, const char *s)
 {
-	if (b->over || b->len + n + 1 > b->cap) {
-		b->over = 1;
-		return;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_str(struct sbuf *b, const char *s)
-{
-	sb_add(b, s, strlen(s));
-}
-
-static void sb_enc(struct sbuf *b, const char *s)
-{
-	if (b->over)
-		return;
-	int r = s3_uri_encode(s, strlen(s), 0, b->p + b->len, b->cap - b->len);
+	char enc[3 * 1024 + 1];
+	int r = s3_uri_encode(s, strlen(s), 0, enc, sizeof(enc));
 	if (r < 0)
-		b->over = 1;
+		b->failed = 1;
 	else
-		b->len += (size_t)r;
+		strbuf_add(b, enc, (size_t)r);
 }
 
 int s3_query_string(const struct s3_param *query, size_t nquery, char *out, size_t outlen)
@@ -333,18 +306,19 @@ int s3_query_string(const struct s3_param *query, size_t nquery, char *out, size
 			order[j] = order[j - 1];
 		order[j] = i;
 	}
-	struct sbuf b = {out, 0, outlen, 0};
-	out[0] = '\0';
+	struct strbuf b = {.max = outlen - 1};
 	for (size_t i = 0; i < nquery; i++) {
 		if (i)
-			sb_str(&b, "&");
-		sb_enc(&b, query[order[i]].name);
-		sb_str(&b, "=");
-		sb_enc(&b, query[order[i]].value ? query[order[i]].value : "");
+			strbuf_str(&b, "&");
+		add_encoded(&b, query[order[i]].name);
+		strbuf_str(&b, "=");
+		add_encoded(&b, query[order[i]].value ? query[order[i]].value : "");
 	}
-	if (b.over || b.len > INT_MAX)
-		return -ENAMETOOLONG;
-	return (int)b.len;
+	int r = b.failed || b.len > INT_MAX ? -ENAMETOOLONG : (int)b.len;
+	if (r >= 0)
+		memcpy(out, b.p ? b.p : "", b.len + 1);
+	strbuf_free(&b);
+	return r;
 }
 
 void s3_amz_date(time_t t, char out[17])

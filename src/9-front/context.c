@@ -479,18 +479,6 @@ int context_sparkline(const double *t, const double *v, size_t n, size_t cols, c
 
 /* ---- show --------------------------------------------------------------- */
 
-/* o's string member key escaped, or dflt when it is not a string. */
-static void put_field(FILE *out, struct json_object *o, const char *key, const char *dflt)
-{
-	size_t len;
-	const char *s = jv_str(o, key, &len);
-
-	if (s)
-		text_put_escaped(out, s, len);
-	else
-		fputs(dflt, out);
-}
-
 /* A condition's value at the fire: "351.2MB", "at least 351.2MB", "no value". */
 static const char *fmt_cond_value(struct json_object *cond, char *buf, size_t buflen)
 {
@@ -516,10 +504,10 @@ static void show_rule(FILE *out, struct json_object *ctx)
 	double line;
 
 	fputs("rule:      ", out);
-	put_field(out, rule, "name", "?");
+	jv_put_str(out, rule, "name", "?");
 	if (jv_typed(rule, "file", json_type_string)) {
 		fputs(" (", out);
-		put_field(out, rule, "file", "?");
+		jv_put_str(out, rule, "file", "?");
 		if (jv_num(rule, "line", &line))
 			fprintf(out, ":%.0f", line);
 		fputs(")", out);
@@ -533,7 +521,7 @@ static void show_rule(FILE *out, struct json_object *ctx)
 		fputc('\n', out);
 	}
 	fputs("dump type: ", out);
-	put_field(out, rule, "dump_type", "?");
+	jv_put_str(out, rule, "dump_type", "?");
 	fputs("\nfired because:\n", out);
 	if (n == 0)
 		fputs("  (no conditions)\n", out);
@@ -542,16 +530,16 @@ static void show_rule(FILE *out, struct json_object *ctx)
 		char v[96];
 
 		fputs("  ", out);
-		put_field(out, cond, "text", "?");
+		jv_put_str(out, cond, "text", "?");
 		fprintf(out, ": %s at the fire\n", fmt_cond_value(cond, v, sizeof(v)));
 		/* The exception that counted last, as the program wrote it. */
 		struct json_object *x = jv_typed(cond, "exception", json_type_object);
 		double t_ms;
 		if (x) {
 			fputs("    last: ", out);
-			put_field(out, x, "type", "?");
+			jv_put_str(out, x, "type", "?");
 			fputs(": \"", out);
-			put_field(out, x, "message", "");
+			jv_put_str(out, x, "message", "");
 			fputs("\"", out);
 			if (jv_num(x, "t_ms", &t_ms))
 				fprintf(out, " (%.1f s before the fire)", -t_ms / 1e3);
@@ -587,14 +575,14 @@ static void show_when(FILE *out, struct json_object *ctx)
 		fprintf(out, ", took %s", units_format(d, UNIT_MS, b3, sizeof(b3)));
 	if (jv_typed(dump, "via", json_type_string)) {
 		fputs(", via ", out);
-		put_field(out, dump, "via", "?");
+		jv_put_str(out, dump, "via", "?");
 	}
 	fputc('\n', out);
 	if (jv_num(dump, "bytes", &d))
 		fprintf(out, "size:      %s (%.0f bytes)\n", units_format(d, UNIT_BYTES, b1, sizeof(b1)), d);
 	if (jv_typed(dump, "path", json_type_string) || jv_typed(dump, "file", json_type_string)) {
 		fputs("file:      ", out);
-		put_field(out, dump, jv_typed(dump, "path", json_type_string) ? "path" : "file", "?");
+		jv_put_str(out, dump, jv_typed(dump, "path", json_type_string) ? "path" : "file", "?");
 		fputc('\n', out);
 	}
 }
@@ -609,10 +597,10 @@ static void show_process(FILE *out, struct json_object *ctx)
 	fputs("process:   ", out);
 	if (jv_num(proc, "pid", &d))
 		fprintf(out, "%.0f ", d);
-	put_field(out, proc, "name", "?");
+	jv_put_str(out, proc, "name", "?");
 	if (jv_typed(proc, "user", json_type_string)) {
 		fputs(", user ", out);
-		put_field(out, proc, "user", "?");
+		jv_put_str(out, proc, "user", "?");
 		if (jv_num(proc, "uid", &d))
 			fprintf(out, " (uid %.0f)", d);
 	} else if (jv_num(proc, "uid", &d)) {
@@ -623,7 +611,7 @@ static void show_process(FILE *out, struct json_object *ctx)
 		text_put_escaped(out, rt, len);
 	}
 	fputs("\ncmdline:   ", out);
-	put_field(out, proc, "cmdline", "?");
+	jv_put_str(out, proc, "cmdline", "?");
 	fputc('\n', out);
 }
 
@@ -697,7 +685,7 @@ static void show_spark(FILE *out, struct json_object *ctx, struct json_object *c
 	int has_thr = jv_num(cond, "threshold", &threshold), w, r;
 
 	fputs("  ", out);
-	put_field(out, cond, "text", "?");
+	jv_put_str(out, cond, "text", "?");
 	fputc('\n', out);
 	n = series_points(series, op && op[0] == '<', &t, &v);
 	r = n ? context_sparkline(t, v, n, CONTEXT_SPARK_COLS, has_thr ? op : NULL, threshold, utf8, bars, sizeof(bars),
@@ -778,9 +766,9 @@ static void show_gcs(FILE *out, struct json_object *ctx)
 		if (jv_num(jv_typed(gc, "sizes", json_type_object), "loh", &d))
 			units_format(d, UNIT_BYTES, loh, sizeof(loh));
 		fprintf(out, "  %7s %3s %9s %9s %9s  ", idx, gen, at, pause, loh);
-		put_field(out, gc, "reason", "?");
+		jv_put_str(out, gc, "reason", "?");
 		fputs(" / ", out);
-		put_field(out, gc, "type", "?");
+		jv_put_str(out, gc, "type", "?");
 		if (jv_typed(gc, "complete", json_type_boolean) &&
 		    !json_object_get_boolean(jv_typed(gc, "complete", json_type_boolean)))
 			fputs(" (incomplete)", out);
@@ -794,7 +782,7 @@ int context_show(FILE *out, struct json_object *ctx, int utf8)
 	const char *error = jv_str(ctx, "error", &len);
 
 	fputs("outcome:   ", out);
-	put_field(out, ctx, "outcome", "?");
+	jv_put_str(out, ctx, "outcome", "?");
 	if (error) {
 		fputs(": ", out);
 		text_put_escaped(out, error, len);

@@ -14,20 +14,20 @@
 #include "dumpwatch/log.h"
 #include "guard_internal.h"
 
-static void counter(struct expo_buf *b, const char *name, const char *help, uint64_t v)
+static void counter(struct strbuf *b, const char *name, const char *help, uint64_t v)
 {
 	expo_family(b, name, "counter", help);
 	expo_sample(b, name, NULL, 0, (double)v);
 }
 
-static void gauge(struct expo_buf *b, const char *name, const char *help, double v)
+static void gauge(struct strbuf *b, const char *name, const char *help, double v)
 {
 	expo_family(b, name, "gauge", help);
 	expo_sample(b, name, NULL, 0, v);
 }
 
 /* A counter family with one sample per result. */
-static void results(struct expo_buf *b, const char *name, const char *help, const char *const *what, const uint64_t *v,
+static void results(struct strbuf *b, const char *name, const char *help, const char *const *what, const uint64_t *v,
                     size_t n)
 {
 	expo_family(b, name, "counter", help);
@@ -37,7 +37,7 @@ static void results(struct expo_buf *b, const char *name, const char *help, cons
 	}
 }
 
-static void own(struct expo_buf *b, struct guard *g, size_t attached)
+static void own(struct strbuf *b, struct guard *g, size_t attached)
 {
 	const struct file_rule *const *active;
 	size_t n_rules = g->rs ? ruleset_active(g->rs, &active) : 0;
@@ -75,7 +75,7 @@ static void own(struct expo_buf *b, struct guard *g, size_t attached)
 char *guard_metrics_text(void *ctx)
 {
 	struct guard *g = ctx;
-	struct expo_buf b = {0};
+	struct strbuf b = EXPO_BUF;
 	struct expo_process *ps = g->n_procs ? calloc(g->n_procs, sizeof(*ps)) : NULL;
 	size_t attached = 0;
 	char pid[16];
@@ -112,11 +112,11 @@ char *guard_metrics_text(void *ctx)
 	}
 	expo_processes(&b, ps, g->n_procs, loop_now());
 	free(ps);
-	if (b.failed || !b.text) {
-		expo_buf_free(&b);
+	if (b.failed || !b.p) {
+		strbuf_free(&b);
 		return NULL;
 	}
-	return b.text;
+	return b.p;
 }
 
 int guard_metrics_wanted(const struct guard_options *o)

@@ -25,38 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dumpwatch/fds.h"
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
 
 #define READ_CHUNK (64 * 1024)
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int wait_fd(int fd, short events, int64_t deadline)
-{
-	for (;;) {
-		struct pollfd p = {.fd = fd, .events = events};
-		int64_t left = deadline - now_ms();
-		int n;
-
-		if (left <= 0)
-			return -ETIMEDOUT;
-		n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
-		if (n > 0)
-			return 0;
-		if (n == 0)
-			return -ETIMEDOUT;
-		if (errno != EINTR)
-			return -errno;
-	}
-}
 
 /* Connects to path (ipc_connect: a full backlog is retried for a bounded
  * time; a path longer than sun_path is reached through its directory).
@@ -116,7 +90,7 @@ static int read_all(int fd, int64_t deadline, char **ret_text, size_t *ret_len)
 			free(buf);
 			return -e;
 		}
-		if ((r = wait_fd(fd, POLLIN, deadline)) < 0) {
+		if ((r = fds_wait(fd, POLLIN, deadline)) < 0) {
 			free(buf);
 			return r;
 		}
@@ -135,7 +109,7 @@ static void fmt_timeout(int timeout_ms, char *buf, size_t buflen)
 int status_query(const char *socket_path, int timeout_ms, char **ret_text, size_t *ret_len, char *err, size_t errlen)
 {
 	/* No deadline: for a caller that waits for the answer, not for time. */
-	int64_t deadline = timeout_ms < 0 ? INT64_MAX : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : fds_now_ms() + timeout_ms;
 	const char *p = socket_path;
 	struct ucred cr;
 	socklen_t crlen = sizeof(cr);
@@ -260,18 +234,6 @@ static int str_is(struct json_object *o, const char *key, const char *want)
 
 /* --- writing --- */
 
-/* Prints the string field key escaped, or dflt when it is missing. */
-static void put_field(FILE *out, struct json_object *o, const char *key, const char *dflt)
-{
-	size_t len;
-	const char *s = jv_str(o, key, &len);
-
-	if (s)
-		text_put_escaped(out, s, len);
-	else
-		fputs(dflt, out);
-}
-
 /* A duration of s seconds: under a minute as the project prints durations
  * (units_format: "500ms", "2.1s"), longer ones in the two largest whole units
  * ("4m10s", "1h", "2d3h") - "3600s" would have to be worked out. */
@@ -377,7 +339,7 @@ static void put_condition(FILE *out, struct json_object *cond)
 	char b1[32], b2[32];
 
 	fputs("    ", out);
-	put_field(out, cond, "text", "?");
+	jv_put_str(out, cond, "text", "?");
 	fputs(": ", out);
 	if (jv_num(cond, "value", &v)) {
 		fputs("now ", out);
@@ -406,15 +368,15 @@ static void put_rule(FILE *out, struct json_object *rule)
 	char b[32];
 
 	fputs("  rule ", out);
-	put_field(out, rule, "name", "?");
+	jv_put_str(out, rule, "name", "?");
 	if (jv_member(rule, "file") && json_object_is_type(jv_member(rule, "file"), json_type_string)) {
 		fputs(" (", out);
-		put_field(out, rule, "file", "");
+		jv_put_str(out, rule, "file", "");
 		fputc(')', out);
 	}
 	if (jv_member(rule, "state") && json_object_is_type(jv_member(rule, "state"), json_type_string)) {
 		fputs(": ", out);
-		put_field(out, rule, "state", "");
+		jv_put_str(out, rule, "state", "");
 	}
 	has_fires = get_int(rule, "fires", &fires);
 	has_window = get_int(rule, "fires_in_window", &in_window);
@@ -447,11 +409,11 @@ static void put_process(FILE *out, struct json_object *p)
 	else
 		fputc('?', out);
 	fputs("  ", out);
-	put_field(out, p, "process", "?");
+	jv_put_str(out, p, "process", "?");
 	if (jv_member(p, "state") && json_object_is_type(jv_member(p, "state"), json_type_string)) {
 		int is_attached = str_is(p, "state", "attached"), is_retrying = str_is(p, "state", "retrying");
 		fputs("  ", out);
-		put_field(out, p, "state", "");
+		jv_put_str(out, p, "state", "");
 		if (jv_num(p, "attached_s", &attached))
 			fprintf(out, is_attached ? " %s" : " (attached %s)", fmt_dur(attached, b, sizeof(b)));
 		if (jv_num(p, "retry_in_s", &retry))
@@ -461,18 +423,18 @@ static void put_process(FILE *out, struct json_object *p)
 	}
 	if (jv_member(p, "runtime_version") && json_object_is_type(jv_member(p, "runtime_version"), json_type_string)) {
 		fputs("  .NET ", out);
-		put_field(out, p, "runtime_version", "");
+		jv_put_str(out, p, "runtime_version", "");
 	}
 	if (jv_member(p, "user") && json_object_is_type(jv_member(p, "user"), json_type_string)) {
 		fputs("  user ", out);
-		put_field(out, p, "user", "");
+		jv_put_str(out, p, "user", "");
 	}
 	if (get_int(p, "dumps", &n))
 		fprintf(out, "  dumps %lld", n);
 	fputc('\n', out);
 	if (jv_member(p, "error") && json_object_is_type(jv_member(p, "error"), json_type_string)) {
 		fputs("  error: ", out);
-		put_field(out, p, "error", "");
+		jv_put_str(out, p, "error", "");
 		fputc('\n', out);
 	}
 	for (size_t i = 0; rules && i < json_object_array_length(rules); i++)
@@ -495,7 +457,7 @@ static void put_header(FILE *out, struct json_object *doc)
 		fprintf(out, "  up %s", fmt_dur(up, b, sizeof(b)));
 	if (jv_member(doc, "rules_dir") && json_object_is_type(jv_member(doc, "rules_dir"), json_type_string)) {
 		fputs("  rules ", out);
-		put_field(out, doc, "rules_dir", "");
+		jv_put_str(out, doc, "rules_dir", "");
 		if (get_int(doc, "rules_in_force", &n))
 			fprintf(out, " (%lld in force)", n);
 	} else if (get_int(doc, "rules_in_force", &n)) {
@@ -509,7 +471,7 @@ static void put_header(FILE *out, struct json_object *doc)
 	}
 	if (jv_member(doc, "dump_dir") && json_object_is_type(jv_member(doc, "dump_dir"), json_type_string)) {
 		fputs(any ? " in " : "  dumps in ", out);
-		put_field(out, doc, "dump_dir", "");
+		jv_put_str(out, doc, "dump_dir", "");
 	}
 	fputc('\n', out);
 }

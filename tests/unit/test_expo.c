@@ -37,38 +37,38 @@ static void test_names(void)
 
 static void test_escaping(void)
 {
-	struct expo_buf b = {0};
+	struct strbuf b = EXPO_BUF;
 	struct expo_label l[] = {
 	    {"pid", "42"}, {"process", "evil\"} 1\n# TYPE x counter\nx\\y"}, {"container", ""}, {"bad label!", "v"}};
 
 	expo_family(&b, "dotnet_x_bytes", "gauge", "Help with a \\ and a\nnewline.");
 	expo_sample(&b, "dotnet_x_bytes", l, 4, 1.5e9);
-	CHECK_STR(b.text, "# HELP dotnet_x_bytes Help with a \\\\ and a\\nnewline.\n"
-	                  "# TYPE dotnet_x_bytes gauge\n"
-	                  "dotnet_x_bytes{pid=\"42\",process=\"evil\\\"} 1\\n# TYPE x counter\\nx\\\\y\","
-	                  "bad_label_=\"v\"} 1500000000\n");
+	CHECK_STR(b.p, "# HELP dotnet_x_bytes Help with a \\\\ and a\\nnewline.\n"
+	               "# TYPE dotnet_x_bytes gauge\n"
+	               "dotnet_x_bytes{pid=\"42\",process=\"evil\\\"} 1\\n# TYPE x counter\\nx\\\\y\","
+	               "bad_label_=\"v\"} 1500000000\n");
 	/* Every line that does not start with '#' is a sample: the forged
 	 * line stayed inside its quotes. */
 	int lines = 0;
-	for (const char *p = b.text; *p; p++)
+	for (const char *p = b.p; *p; p++)
 		lines += *p == '\n';
 	CHECK(lines == 3);
-	expo_buf_free(&b);
+	strbuf_free(&b);
 
 	/* Control characters and bytes of no UTF-8 sequence become '?'; valid
 	 * UTF-8 stays; a value is cut at EXPO_LABEL_MAX bytes. */
 	struct expo_label u[] = {{"process", "caf\xc3\xa9\x01\xff\xc3(\x7f"}};
 	expo_sample(&b, "m", u, 1, 0);
-	CHECK_STR(b.text, "m{process=\"caf\xc3\xa9??\?(?\"} 0\n");
-	expo_buf_free(&b);
+	CHECK_STR(b.p, "m{process=\"caf\xc3\xa9??\?(?\"} 0\n");
+	strbuf_free(&b);
 
 	char longname[400];
 	memset(longname, 'a', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
 	struct expo_label lo[] = {{"process", longname}};
 	expo_sample(&b, "m", lo, 1, 0);
-	CHECK(b.text && strlen(b.text) == strlen("m{process=\"\"} 0\n") + EXPO_LABEL_MAX);
-	expo_buf_free(&b);
+	CHECK(b.p && strlen(b.p) == strlen("m{process=\"\"} 0\n") + EXPO_LABEL_MAX);
+	strbuf_free(&b);
 
 	/* No labels, special values, no empty braces. */
 	expo_sample(&b, "m", NULL, 0, NAN);
@@ -77,16 +77,16 @@ static void test_escaping(void)
 	expo_sample(&b, "m", NULL, 0, 0.25);
 	struct expo_label empty[] = {{"pod", ""}, {"container", NULL}};
 	expo_sample(&b, "m", empty, 2, 3);
-	CHECK_STR(b.text, "m NaN\nm +Inf\nm -Inf\nm 0.25\nm 3\n");
-	expo_buf_free(&b);
-	expo_buf_free(NULL);
+	CHECK_STR(b.p, "m NaN\nm +Inf\nm -Inf\nm 0.25\nm 3\n");
+	strbuf_free(&b);
+	strbuf_free(NULL);
 }
 
 static void test_processes(void)
 {
 	struct metrics *m = metrics_new();
 	struct proc_sample p = {.rss = 500 << 20, .threads = 12, .have = PROC_HAVE_RSS | PROC_HAVE_THREADS};
-	struct expo_buf b = {0};
+	struct strbuf b = EXPO_BUF;
 
 	if (!m)
 		return;
@@ -97,20 +97,20 @@ static void test_processes(void)
 	    {99, "idle", "", "", NULL},
 	};
 	expo_processes(&b, ps, 2, 3 * SEC);
-	CHECK(b.text != NULL);
-	if (b.text) {
-		CHECK(strstr(b.text, "# TYPE dotnet_process_resident_memory_bytes gauge\n"
-		                     "dotnet_process_resident_memory_bytes{pid=\"1234\",process=\"web\\\"api\","
-		                     "container=\"3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899\"} "
-		                     "524288000\n") != NULL);
-		CHECK(strstr(b.text, "dotnet_process_threads{pid=\"1234\"") != NULL);
+	CHECK(b.p != NULL);
+	if (b.p) {
+		CHECK(strstr(b.p, "# TYPE dotnet_process_resident_memory_bytes gauge\n"
+		                  "dotnet_process_resident_memory_bytes{pid=\"1234\",process=\"web\\\"api\","
+		                  "container=\"3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899\"} "
+		                  "524288000\n") != NULL);
+		CHECK(strstr(b.p, "dotnet_process_threads{pid=\"1234\"") != NULL);
 		/* Unknown values and processes without metrics are left out,
 		 * with their families. */
-		CHECK(strstr(b.text, "pid=\"99\"") == NULL);
-		CHECK(strstr(b.text, "loh_size") == NULL);
-		CHECK(strstr(b.text, "dotnet_eventcounter") == NULL);
+		CHECK(strstr(b.p, "pid=\"99\"") == NULL);
+		CHECK(strstr(b.p, "loh_size") == NULL);
+		CHECK(strstr(b.p, "dotnet_eventcounter") == NULL);
 	}
-	expo_buf_free(&b);
+	strbuf_free(&b);
 	metrics_free(m);
 }
 

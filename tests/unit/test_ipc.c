@@ -77,15 +77,15 @@ static void b_done(struct bytes *x)
 	x->b[15] = (uint8_t)(x->n >> 8);
 }
 
-static int same(const struct ipc_buf *got, const struct bytes *want)
+static int same(const struct strbuf *got, const struct bytes *want)
 {
 	if (got->len != want->n) {
 		fprintf(stderr, "  length %zu, want %zu\n", got->len, want->n);
 		return 0;
 	}
 	for (size_t i = 0; i < want->n; i++)
-		if (got->data[i] != want->b[i]) {
-			fprintf(stderr, "  byte %zu is %02x, want %02x\n", i, got->data[i], want->b[i]);
+		if ((uint8_t)got->p[i] != want->b[i]) {
+			fprintf(stderr, "  byte %zu is %02x, want %02x\n", i, (uint8_t)got->p[i], want->b[i]);
 			return 0;
 		}
 	return 1;
@@ -112,11 +112,11 @@ static void test_spec_example(void)
 	    0,   0,   0,    0                                                     /* arguments: NULL */
 	};
 	struct ipc_provider p = {100, 2, "MyEventSource", NULL, NULL, 0};
-	struct ipc_buf b = {0};
+	struct strbuf b = {0};
 
 	CHECK(ipc_build_collect_tracing(1, 250, &p, 1, &b) == 0);
-	CHECK(b.len == sizeof(spec) && memcmp(b.data, spec, sizeof(spec)) == 0);
-	ipc_buf_free(&b);
+	CHECK(b.len == sizeof(spec) && memcmp(b.p, spec, sizeof(spec)) == 0);
+	strbuf_free(&b);
 }
 
 /* The expected CollectTracing N message, built field by field. */
@@ -165,7 +165,7 @@ static void test_event_filter(void)
 	static const uint32_t ids[] = {1, 2, 10, 80, 65535};
 	struct ipc_provider p[2] = {{0x8001, 5, "Microsoft-Windows-DotNETRuntime", NULL, ids, 5},
 	                            {0, 4, "System.Runtime", "EventCounterIntervalSec=1", NULL, 0}};
-	struct ipc_buf got = {0};
+	struct strbuf got = {0};
 
 	for (int v = 1; v <= 5; v++) {
 		CHECK(ipc_build_collect_tracing(v, 16, p, 2, &got) == 0);
@@ -178,7 +178,7 @@ static void test_event_filter(void)
 	/* ids promised but missing */
 	p[0].event_ids = NULL;
 	CHECK(ipc_build_collect_tracing(5, 16, p, 2, &got) == -EINVAL);
-	ipc_buf_free(&got);
+	strbuf_free(&got);
 }
 
 static void test_collect_tracing(void)
@@ -187,7 +187,7 @@ static void test_collect_tracing(void)
 	    {0x1 | 0x8000000000000000ull, 4, "Microsoft-Windows-DotNETRuntime", NULL, NULL, 0},
 	    {0, 5, "System.Runtime", "EventCounterIntervalSec=1", NULL, 0},
 	};
-	struct ipc_buf b = {0};
+	struct strbuf b = {0};
 
 	for (int v = 1; v <= 5; v++) {
 		CHECK_MSG(ipc_build_collect_tracing(v, 64, p, 2, &b) == 0, "version %d", v);
@@ -215,17 +215,20 @@ static void test_collect_tracing(void)
 		bad.name = NULL;
 		CHECK(ipc_build_collect_tracing(5, 64, &bad, 1, &b) == -EINVAL);
 	}
-	ipc_buf_free(&b);
-	ipc_buf_free(&b); /* twice is fine */
-	ipc_buf_free(NULL);
+	strbuf_free(&b);
+	strbuf_free(&b); /* twice is fine */
+	strbuf_free(NULL);
 }
 
 static void test_utf8_strings(void)
 {
-	struct ipc_provider p = {0, 4,
+	struct ipc_provider p = {0,
+	                         4,
 	                         "\xC3\xA9"
 	                         "a\xF0\x9D\x84\x9E",
-	                         "", NULL, 0}; /* "éa𝄞", empty arguments */
+	                         "",
+	                         NULL,
+	                         0}; /* "éa𝄞", empty arguments */
 	static const char *const invalid[] = {
 	    "\xC0\x80",         /* overlong NUL */
 	    "\xE0\x80\xAF",     /* overlong '/' */
@@ -235,7 +238,7 @@ static void test_utf8_strings(void)
 	    "\xF5\x80\x80\x80", /* beyond U+10FFFF */
 	    "ok\xFF",
 	};
-	struct ipc_buf b = {0};
+	struct strbuf b = {0};
 
 	CHECK(ipc_build_collect_tracing(1, 1, &p, 1, &b) == 0);
 	b_header(&want, 0x02, 0x02);
@@ -264,7 +267,7 @@ static void test_utf8_strings(void)
 		CHECK_MSG(ipc_build_collect_tracing(3, 1, &q, 1, &b) == -EINVAL, "invalid UTF-8 args #%zu", i);
 	}
 	CHECK(ipc_build_dump(3, "/tmp/\xC0\x80", DUMP_FULL, 0, &b) == -EINVAL);
-	ipc_buf_free(&b);
+	strbuf_free(&b);
 }
 
 /* A CollectTracing v1 message with provider "A" and L arguments is 58 + 2L
@@ -273,25 +276,25 @@ static void test_size_limit(void)
 {
 	char *args = malloc(40000);
 	struct ipc_provider p = {0, 4, "A", args, NULL, 0};
-	struct ipc_buf b = {0};
+	struct strbuf b = {0};
 
 	memset(args, 'x', 32738);
 	args[32738] = '\0';
 	CHECK(ipc_build_collect_tracing(1, 1, &p, 1, &b) == 0);
-	CHECK(b.len == 65534 && b.data[14] == 0xFE && b.data[15] == 0xFF);
+	CHECK(b.len == 65534 && (uint8_t)b.p[14] == 0xFE && (uint8_t)b.p[15] == 0xFF);
 	args[32738] = 'x';
 	args[32739] = '\0';
 	CHECK(ipc_build_collect_tracing(1, 1, &p, 1, &b) == -EINVAL);
 	memset(args, 'y', 39999);
 	args[39999] = '\0';
 	CHECK(ipc_build_dump(2, args, DUMP_NORMAL, 0, &b) == -EINVAL);
-	ipc_buf_free(&b);
+	strbuf_free(&b);
 	free(args);
 }
 
 static void test_other_builders(void)
 {
-	struct ipc_buf b = {0};
+	struct strbuf b = {0};
 	static const unsigned pi_ids[] = {0x00, 0x04, 0x08};
 
 	CHECK(ipc_build_stop_tracing(0x1122334455667788ull, &b) == 0);
@@ -328,7 +331,7 @@ static void test_other_builders(void)
 	CHECK(ipc_build_dump(3, NULL, DUMP_NORMAL, 0, &b) == -EINVAL);
 	CHECK(ipc_build_dump(3, "/tmp/d", (enum dump_type)0, 0, &b) == -EINVAL);
 	CHECK(ipc_build_dump(3, "/tmp/d", (enum dump_type)5, 0, &b) == -EINVAL);
-	ipc_buf_free(&b);
+	strbuf_free(&b);
 }
 
 static void test_header(void)

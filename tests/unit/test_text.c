@@ -2,6 +2,7 @@
  * surrogates and truncation on character boundaries, escaping for one line,
  * case folding. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,8 +111,34 @@ static void test_markup(void)
 	free(buf);
 }
 
+/* The helpers several modules share: suffixes, quoting, edit distance. */
+static void test_shared(void)
+{
+	char q[64];
+
+	CHECK(text_ends_with("app.dll", 7, ".dll", 0) && !text_ends_with("app.DLL", 7, ".dll", 0));
+	CHECK(text_ends_with("app.DLL", 7, ".dll", 1) && text_ends_with(".dll", 4, ".dll", 0));
+	CHECK(!text_ends_with("dll", 3, ".dll", 1) && text_ends_with("app.dll-ignored", 7, ".dll", 0));
+	text_quote(q, sizeof(q), "a\001b", SIZE_MAX, 40);
+	CHECK_STR(q, "a?b");
+	text_quote(q, sizeof(q), "abcdefgh", 5, 40);
+	CHECK_STR(q, "abcde"); /* all of the 5 bytes asked for */
+	text_quote(q, sizeof(q), "abcdefgh", SIZE_MAX, 3);
+	CHECK_STR(q, "abc...");
+	text_quote(q, sizeof(q), "abc", 3, 40);
+	CHECK_STR(q, "abc");
+	CHECK(text_edit_distance("size", "size") == 0 && text_edit_distance("szie", "size") == 1);
+	CHECK(text_edit_distance("LOH-size", "loh-size") == 0 && text_edit_distance("loh", "loh-size") == 5);
+	CHECK(text_edit_distance("", "ab") == 2);
+	char lng[TEXT_EDIT_MAX + 2];
+	memset(lng, 'a', sizeof(lng) - 1);
+	lng[sizeof(lng) - 1] = '\0';
+	CHECK(text_edit_distance(lng, "a") == SIZE_MAX);
+}
+
 int main(void)
 {
+	test_shared();
 	uint32_t cp = 0;
 	char out[16];
 	size_t pos = 0;

@@ -23,6 +23,16 @@ struct fds_limit {
  * FD_SETSIZE. 0 or -errno; *out gets the figures either way. */
 int fds_raise_limit(struct fds_limit *out);
 
+/* Now on CLOCK_MONOTONIC, in milliseconds: what fds_wait's deadlines are
+ * given in. */
+int64_t fds_now_ms(void);
+
+/* Waits until fd is ready for events (poll's) or the deadline (fds_now_ms;
+ * negative: none) passes. 0 when ready (or hung up: the next read or write
+ * says how), -ETIMEDOUT, -EBADF for a descriptor poll refuses, or -errno. For
+ * the blocking exchanges of the command-line tools, never the loop. */
+int fds_wait(int fd, short events, int64_t deadline_ms);
+
 /* The number of descriptors open in this process (the entries of
  * /proc/self/fd, not counting the one used to list them), or -errno. Costs a
  * directory listing: call it near the limit, not on every event. */

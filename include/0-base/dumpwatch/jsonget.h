@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* o's member key of any type but null, or NULL (also when o is not an
  * object). */
@@ -18,6 +19,9 @@ struct json_object *jv_typed(struct json_object *o, const char *key, enum json_t
 /* o's string member key, and its length (strings may hold NULs) in *ret_len
  * when ret_len is not NULL; NULL when missing or not a string. */
 const char *jv_str(struct json_object *o, const char *key, size_t *ret_len);
+/* Prints o's string member key escaped (text_put_escaped) to out, or dflt
+ * when it is missing or not a string. */
+void jv_put_str(FILE *out, struct json_object *o, const char *key, const char *dflt);
 /* Whether v is a finite JSON number (an integer or a double); 1 with it in
  * *out, else 0. */
 int jv_num_of(struct json_object *v, double *out);

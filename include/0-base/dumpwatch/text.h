@@ -92,4 +92,20 @@ char text_lower(char c);
 /* Equal ignoring ASCII case. */
 int text_eq_nocase(const char *a, const char *b);
 
+/* Whether the len bytes at s end with suffix: exactly, or ignoring ASCII
+ * case when nocase. A suffix as long as s counts. */
+int text_ends_with(const char *s, size_t len, const char *suffix, int nocase);
+
+/* Copies at most srclen bytes of src (up to a NUL), cut to max characters,
+ * into dst for quoting in a message: bytes that are not printable ASCII
+ * shown as '?', "..." when cut. */
+void text_quote(char *dst, size_t dstlen, const char *src, size_t srclen, size_t max);
+
+/* Optimal-string-alignment distance between a and b, ignoring ASCII case:
+ * Levenshtein plus the transposition of two neighbours ("szie" is one edit
+ * from "size"). Strings longer than TEXT_EDIT_MAX bytes are far from
+ * everything (SIZE_MAX). For "did you mean" suggestions. */
+#define TEXT_EDIT_MAX 128
+size_t text_edit_distance(const char *a, const char *b);
+
 #endif

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "dumpwatch/strbuf.h"
+
 /* The kinds of dump the runtime's dump command writes (its DumpType; a rule's
  * dump type is one of them). */
 enum dump_type { DUMP_NORMAL = 1, DUMP_WITHHEAP = 2, DUMP_TRIAGE = 3, DUMP_FULL = 4 };
@@ -35,11 +37,6 @@ enum ipc_command_set {
 #define IPC_HR_FAIL 0x80004005u
 
 /* A growable request buffer. */
-struct ipc_buf {
-	uint8_t *data;
-	size_t len, cap;
-};
-void ipc_buf_free(struct ipc_buf *b);
 
 struct ipc_provider {
 	uint64_t keywords;
@@ -59,10 +56,10 @@ struct ipc_provider {
  * collect 1..5 = CollectTracing .. CollectTracing5, rundown and stack walks off;
  * process_info 1..3 = ProcessInfo .. ProcessInfo3; dump 1..3 = GenerateCoreDump .. 3. */
 int ipc_build_collect_tracing(int version, uint32_t buffer_mb, const struct ipc_provider *providers, size_t n,
-                              struct ipc_buf *out);
-int ipc_build_stop_tracing(uint64_t session_id, struct ipc_buf *out);
-int ipc_build_process_info(int version, struct ipc_buf *out);
-int ipc_build_dump(int version, const char *path, enum dump_type type, uint32_t flags, struct ipc_buf *out);
+                              struct strbuf *out);
+int ipc_build_stop_tracing(uint64_t session_id, struct strbuf *out);
+int ipc_build_process_info(int version, struct strbuf *out);
+int ipc_build_dump(int version, const char *path, enum dump_type type, uint32_t flags, struct strbuf *out);
 
 /* A parsed reply. */
 struct ipc_reply {
@@ -139,7 +136,7 @@ struct ipc_op {
 	int64_t retry_ns;    /* connect refused for a full backlog: try again then */
 	struct ipc_endpoint ep;
 	char path[4096];
-	struct ipc_buf req;
+	struct strbuf req;
 	size_t sent;
 	uint8_t hdr[IPC_HEADER_SIZE];
 	size_t got;
@@ -198,7 +195,7 @@ int ipc_connect(const struct ipc_endpoint *ep);
  * stream that follows CollectTracing); otherwise closes it. A reply with an
  * error HRESULT is still 0: look at reply->id. -errno on transport failure,
  * -ETIMEDOUT, -EBADMSG for a malformed reply. */
-int ipc_transact(const struct ipc_endpoint *ep, const struct ipc_buf *req, int timeout_ms, struct ipc_reply *reply,
+int ipc_transact(const struct ipc_endpoint *ep, const struct strbuf *req, int timeout_ms, struct ipc_reply *reply,
                  int *ret_fd);
 
 /* ProcessInfo, newest version first, falling back on UnknownCommand.

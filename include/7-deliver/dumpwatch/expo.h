@@ -10,24 +10,26 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
 #include <sys/types.h>
 
 #include <sys/socket.h>
 
 #include "dumpwatch/metrics.h"
+#include "dumpwatch/strbuf.h"
 
 #define EXPO_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 #define EXPO_LABEL_MAX 128                /* bytes of a label value kept (before escaping) */
 #define EXPO_NAME_MAX 200                 /* bytes of a metric name */
 #define EXPO_TEXT_MAX (64u * 1024 * 1024) /* the buffer grows no further */
 
-struct expo_buf {
-	char *text; /* NUL-terminated; NULL until something is written */
-	size_t len, cap;
-	int failed; /* out of memory or past EXPO_TEXT_MAX: the text is incomplete */
-};
-
-void expo_buf_free(struct expo_buf *b);
+/* The text is built in a strbuf bounded by EXPO_TEXT_MAX: start one with
+ * EXPO_BUF; failed set says the text is incomplete (out of memory, or past
+ * the bound). */
+#define EXPO_BUF                                                                                                       \
+	{                                                                                                              \
+		.max = EXPO_TEXT_MAX                                                                                   \
+	}
 
 struct expo_label {
 	const char *name;  /* a label name; sanitized like a metric name, without ':' */
@@ -41,12 +43,12 @@ void expo_sanitize_name(const char *name, char *out, size_t outlen);
 
 /* Appends the # HELP and # TYPE lines of a family (type: "gauge",
  * "counter", "untyped"); name is sanitized, help escaped ('\\', newline). */
-void expo_family(struct expo_buf *b, const char *name, const char *type, const char *help);
+void expo_family(struct strbuf *b, const char *name, const char *type, const char *help);
 
 /* Appends one sample line: name{labels} value. Labels with an empty value
  * are left out; values are escaped and cut to EXPO_LABEL_MAX. NaN and the
  * infinities are written as Prometheus spells them. */
-void expo_sample(struct expo_buf *b, const char *name, const struct expo_label *labels, size_t n_labels, double value);
+void expo_sample(struct strbuf *b, const char *name, const struct expo_label *labels, size_t n_labels, double value);
 
 /* One guarded process as the exposition shows it. */
 struct expo_process {
@@ -68,7 +70,7 @@ void expo_process_labels(const struct expo_process *p, char *pidbuf, size_t pidl
  * allocation rates, /proc figures; a value not known is left out) and every
  * EventCounter received, as dotnet_eventcounter{provider,counter}. Each
  * family's samples stand together, processes in the order given. */
-void expo_processes(struct expo_buf *b, const struct expo_process *procs, size_t n, int64_t now_ns);
+void expo_processes(struct strbuf *b, const struct expo_process *procs, size_t n, int64_t now_ns);
 
 /* Reads a --metrics-listen address: "PORT" (loopback, 127.0.0.1),
  * "ADDR:PORT" (IPv4 dotted quad) or "[ADDR6]:PORT", PORT 1..65535. Fills
