@@ -11,11 +11,11 @@
  * Design notes on libinotifytools 3.22.6 (read in its inotifytools.c and
  * checked with a small program on this machine; the unit test covers the
  * directory cases):
- * - It keeps its inotify descriptor to itself and has no getter. The
- *   descriptor is found by listing /proc/self/fd for "anon_inode:inotify"
- *   links before and after inotifytools_initialize(): the one that is new is
- *   the library's. Its state (descriptor, watch tables, read buffer) is
- *   process-wide, so one ruleset may be open at a time in a process.
+ * - It keeps its inotify descriptor to itself and has no getter, and the loop
+ *   must wait on it: the descriptor is the one whose /proc/self/fdinfo lists
+ *   the library's first watch (library_fd). Its state (descriptor, watch
+ *   tables, read buffer) is process-wide, so one ruleset may be open at a
+ *   time in a process.
  * - inotifytools_next_event(0) blocks: it turns a timeout of 0 into -1, "wait
  *   for ever" (measured: still waiting after 2 s on an empty queue).
  *   inotifytools_next_events(0, 1) does not: it select()s with a zero timeout
@@ -78,8 +78,7 @@
 	(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB |        \
 	 IN_CREATE | IN_ONLYDIR)
 #define PARENT_EVENTS (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)
-#define INOTIFY_FDS_MAX 1024 /* inotify descriptors already open in the process that we can tell apart */
-#define PENDING_MAX 1024     /* distinct changed names in one batch; beyond, the whole directory is read */
+#define PENDING_MAX 1024 /* distinct changed names in one batch; beyond, the whole directory is read */
 #define DIAG_LEN (2 * PATH_MAX + RULEFILE_MSG_MAX + 128)
 #define FNV_OFFSET 14695981039346656037ULL
 #define FNV_PRIME 1099511628211ULL
@@ -841,72 +840,80 @@ int ruleset_reload(struct ruleset *rs)
 
 /* ---- open and free ---------------------------------------------------- */
 
-/* The inotify descriptors open in this process: their number, or -errno. */
-static int inotify_fds(int *out, size_t max)
+/* libinotifytools keeps its inotify descriptor to itself (a static of
+ * inotifytools.c, no getter), and the loop must sleep on it until an event
+ * comes: the one thing its API cannot give. It is the inotify descriptor
+ * whose /proc/self/fdinfo lists the watch the library just added, that
+ * watch's wd on the parent's inode; everything else (watching, reading
+ * events) goes through the library. The descriptor, or -errno. */
+static int library_fd(int wd, ino_t ino)
 {
-	DIR *d = opendir("/proc/self/fd");
+	DIR *d = opendir("/proc/self/fdinfo");
 	struct dirent *de;
-	size_t n = 0;
+	int found = -ENOENT;
 
 	if (!d)
 		return -errno;
 	while ((de = readdir(d)) != NULL) {
-		char path[64 + NAME_MAX], link[64];
-		ssize_t len;
-		if (de->d_name[0] == '.')
+		char path[64 + NAME_MAX], buf[4096];
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
 			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
-		len = readlink(path, link, sizeof(link) - 1);
-		if (len <= 0)
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
 			continue;
-		link[len] = '\0';
-		if (strcmp(link, "anon_inode:inotify") != 0)
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
 			continue;
-		if (n == max) {
-			closedir(d);
-			return -EMFILE;
+		buf[n] = '\0';
+		/* "inotify wd:%x ino:%lx sdev:%x mask:..." a line per watch. */
+		for (const char *l = strstr(buf, "inotify wd:"); l; l = strstr(l + 1, "inotify wd:")) {
+			unsigned w;
+			unsigned long long i;
+			if (sscanf(l, "inotify wd:%x ino:%llx", &w, &i) == 2 && (int)w == wd && (ino_t)i == ino) {
+				if (found >= 0) {
+					closedir(d);
+					return -EBUSY; /* two: cannot tell which */
+				}
+				found = atoi(de->d_name);
+			}
 		}
-		out[n++] = atoi(de->d_name);
 	}
 	closedir(d);
-	return (int)n;
+	return found;
 }
 
-/* Initialises libinotifytools and finds its descriptor (see the design notes).
- * 0 or -errno with a sentence in err. */
+/* Initialises libinotifytools with its first watch, the parent directory,
+ * and finds its descriptor (see library_fd). 0 or -errno with a sentence in
+ * err. */
 static int inotify_start(struct ruleset *rs, char *err, size_t errlen)
 {
-	int before[INOTIFY_FDS_MAX], after[INOTIFY_FDS_MAX];
-	int nb, na, fd = -1, fresh = 0;
+	struct stat st;
+	int wd, fd;
 
-	nb = inotify_fds(before, INOTIFY_FDS_MAX);
-	if (nb < 0) {
-		snprintf(err, errlen, "cannot list this process's descriptors in /proc/self/fd: %s", strerror(-nb));
-		return nb;
-	}
 	if (!inotifytools_initialize()) {
 		int e = inotifytools_error() > 0 ? inotifytools_error() : ENOSYS;
 		snprintf(err, errlen, "cannot start inotify to watch %s: %s", rs->dir, strerror(e));
 		return -e;
 	}
-	na = inotify_fds(after, INOTIFY_FDS_MAX);
-	for (int i = 0; i < na; i++) {
-		int old = 0;
-		for (int k = 0; k < nb && !old; k++)
-			old = before[k] == after[i];
-		if (!old) {
-			fd = after[i];
-			fresh++;
-		}
+	/* The library keeps a directory's name with a '/' at its end. */
+	char slashed[sizeof(rs->parent) + 1];
+	snprintf(slashed, sizeof(slashed), "%s%s", rs->parent, strcmp(rs->parent, "/") == 0 ? "" : "/");
+	if (!inotifytools_watch_file(rs->parent, (int)PARENT_EVENTS) || stat(rs->parent, &st) < 0 ||
+	    ((wd = inotifytools_wd_from_filename(slashed)) < 0 &&
+	     (wd = inotifytools_wd_from_filename(rs->parent)) < 0)) {
+		int e = inotifytools_error() > 0 ? inotifytools_error() : errno ? errno : EIO;
+		snprintf(err, errlen, "cannot watch %s: %s", rs->parent, strerror(e));
+		inotifytools_cleanup();
+		return -e;
 	}
-	if (fresh != 1) {
-		/* None: someone else in the process had initialised the library
-		 * (then it is theirs to clean up). Several: another thread
-		 * created one meanwhile; we cannot tell which is the library's. */
-		snprintf(err, errlen, "cannot tell libinotifytools' inotify descriptor apart (%d new)", fresh);
-		if (fresh > 1)
-			inotifytools_cleanup();
-		return -EBUSY;
+	fd = library_fd(wd, st.st_ino);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot find libinotifytools' inotify descriptor in /proc/self/fdinfo: %s",
+		         strerror(-fd));
+		inotifytools_cleanup();
+		return fd;
 	}
 	if (fd >= FD_SETSIZE) {
 		snprintf(err, errlen, "inotify descriptor %d is too high for libinotifytools (it uses select())", fd);
@@ -917,6 +924,7 @@ static int inotify_start(struct ruleset *rs, char *err, size_t errlen)
 	(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	rs->fd = fd;
+	rs->parent_wd = wd;
 	return 0;
 }
 
@@ -1020,11 +1028,6 @@ int ruleset_open(const char *dir, const struct ruleset_policy *policy, ruleset_r
 	r = inotify_start(rs, err, errlen);
 	if (r < 0)
 		goto fail;
-	r = watch_path(rs, rs->parent, PARENT_EVENTS, &rs->parent_wd);
-	if (r < 0) {
-		snprintf(err, errlen, "cannot watch %s: %s", rs->parent, strerror(-r));
-		goto fail_inotify;
-	}
 	/* A directory that is there but cannot be watched is an error at start;
 	 * one that is missing is not. */
 	r = rules_dir_watch(rs);
