@@ -1,6 +1,6 @@
 /* The table of exit codes (exitcodes.h): the one text of what each code means.
- * `dumpwatch --help` prints it; the README's exit-status table must match it
- * row for row (tests/unit/test_exitcodes.c). */
+ * `dumpwatch --help` prints it; dumpwatch(8)'s EXIT STATUS lists the same
+ * codes (tests/unit/test_exitcodes.c). */
 #include "dumpwatch/exitcodes.h"
 
 const struct dw_exit_code dw_exit_codes[] = {

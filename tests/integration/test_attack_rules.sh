@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A hostile local user against the rule files of the guard (README "Trust and
+# A hostile local user against the rule files of the guard (docs/security.md "Trust and
 # dump safety"). Each attack, were it taken, would make root act for the
 # attacker: write a root-owned file holding a process's memory where the
 # attacker likes ($CROND stands for /etc/cron.d: root's, 0755), or copy a

@@ -1,6 +1,6 @@
 /* Unit tests for exitcodes.c: the table holds every DW_EXIT_* code once, in
- * order, and the README's exit-status table says word for word what the C
- * table says (the README is read from DW_SOURCE_DIR, set by CMake). */
+ * order, and dumpwatch(8)'s EXIT STATUS lists the same codes in the same order
+ * (the page is read from DW_SOURCE_DIR, set by CMake). */
 #include "dumpwatch/exitcodes.h"
 
 #include <stdio.h>
@@ -12,8 +12,6 @@
 #ifndef DW_SOURCE_DIR
 #error "DW_SOURCE_DIR must name the source tree (CMakeLists.txt sets it)"
 #endif
-
-#define README_HEADER "| code | name | meaning |"
 
 static void test_table(void)
 {
@@ -43,53 +41,42 @@ static void test_table(void)
 	}
 }
 
-/* Reads the README's exit-status table: the rows after README_HEADER and its
- * separator, up to the first line that is not a table row. */
-static void test_readme(void)
+/* Reads dumpwatch(8)'s EXIT STATUS: its ".It CODE" entries, which must be the
+ * table's codes in its order (the page says what each means in prose). */
+static void test_manpage(void)
 {
-	FILE *f = fopen(DW_SOURCE_DIR "/README.md", "r");
-	char line[2048], want[2048];
-	int headers = 0;
+	FILE *f = fopen(DW_SOURCE_DIR "/man/dumpwatch.8", "r");
+	char line[2048];
 	size_t row = 0;
-	enum { BEFORE, SEPARATOR, ROWS, AFTER } at = BEFORE;
+	int in = 0, sections = 0;
 
-	CHECK_MSG(f != NULL, "cannot open %s", DW_SOURCE_DIR "/README.md");
+	CHECK_MSG(f != NULL, "cannot open %s", DW_SOURCE_DIR "/man/dumpwatch.8");
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
-		if (strcmp(line, README_HEADER) == 0) {
-			headers++;
-			at = SEPARATOR;
+		if (strncmp(line, ".Sh ", 4) == 0) {
+			in = strcmp(line, ".Sh EXIT STATUS") == 0;
+			sections += in;
 			continue;
 		}
-		if (at == SEPARATOR) {
-			CHECK_STR(line, "|---|---|---|");
-			at = ROWS;
+		int code;
+		if (!in || sscanf(line, ".It %d", &code) != 1)
 			continue;
-		}
-		if (at != ROWS)
-			continue;
-		if (line[0] != '|') {
-			at = AFTER;
-			continue;
-		}
-		CHECK_MSG(row < dw_n_exit_codes, "README: more exit codes than the table: %s", line);
-		if (row < dw_n_exit_codes) {
-			const struct dw_exit_code *e = &dw_exit_codes[row];
-			snprintf(want, sizeof(want), "| %d | `%s` | %s |", e->code, e->name, e->meaning);
-			CHECK_STR(line, want);
-		}
+		CHECK_MSG(row < dw_n_exit_codes, "dumpwatch(8): more exit codes than the table: %s", line);
+		if (row < dw_n_exit_codes)
+			CHECK_MSG(code == dw_exit_codes[row].code, "dumpwatch(8): exit code %d where the table has %d",
+			          code, dw_exit_codes[row].code);
 		row++;
 	}
 	fclose(f);
-	CHECK_MSG(headers == 1, "README: %d exit-status tables (a line \"%s\"), expected 1", headers, README_HEADER);
-	CHECK_MSG(row == dw_n_exit_codes, "README: %zu exit codes, the table has %zu", row, dw_n_exit_codes);
+	CHECK_MSG(sections == 1, "dumpwatch(8): %d EXIT STATUS sections, expected 1", sections);
+	CHECK_MSG(row == dw_n_exit_codes, "dumpwatch(8): %zu exit codes, the table has %zu", row, dw_n_exit_codes);
 }
 
 int main(void)
 {
 	test_table();
-	test_readme();
+	test_manpage();
 	return check_done();
 }

@@ -3,8 +3,8 @@
  * starts from these and prints them in --help; rulefile.c fills a rule's
  * missing keys from them. Each says why it is what it is; where the command
  * line and rule files differ (the cooldown), it is because a person at a
- * terminal and an unattended service want different things. The README's
- * option and rule-file tables repeat the values for readers. */
+ * terminal and an unattended service want different things. The man pages
+ * give the values to readers. */
 #ifndef DUMPWATCH_DEFAULTS_H
 #define DUMPWATCH_DEFAULTS_H
 

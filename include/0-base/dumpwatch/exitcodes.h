@@ -1,8 +1,8 @@
 /* Exit codes: what every mode of dumpwatch returns (the one-process watch,
  * the guard, ps, record, check and the views). The codes are named here once;
- * dw_exit_codes (src/exitcodes.c) gives each its name and meaning, which
- * `dumpwatch --help` prints and the README's exit-status table repeats word
- * for word (tests/unit/test_exitcodes.c compares them). */
+ * dw_exit_codes (src/0-base/exitcodes.c) gives each its name and meaning,
+ * which `dumpwatch --help` prints; dumpwatch(8) describes the same codes
+ * (tests/unit/test_exitcodes.c compares them). */
 #ifndef DUMPWATCH_EXITCODES_H
 #define DUMPWATCH_EXITCODES_H
 

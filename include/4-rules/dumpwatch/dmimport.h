@@ -9,7 +9,7 @@
  * object, or the same settings flattened as a Kubernetes ConfigMap's or the
  * environment's keys ("CollectionRules__NAME__Trigger__Type", with or without
  * the "DotnetMonitor_" prefix, at the top level or under "data"). The
- * mapping, its defaults and what is refused are in the README, "Importing
+ * mapping, its defaults and what is refused are in docs/guide.md, "Importing
  * dotnet-monitor collection rules". Every rule text produced is checked with
  * rulefile_parse before it is handed out; a rule that does not pass is a note,
  * never a file. */

@@ -5,7 +5,7 @@
  * scanned for them). Pure: text in, rules and diagnostics out; reading the
  * file is the caller's job (rulefile_io.h: rulefile_read_trusted checks it
  * first, trust.h), and `dumpwatch check` reports with rulecheck.h.
- * See README "Rule files" for the format and its defaults.
+ * See dumpwatch-rules(5) for the format and its defaults.
  *
  * Messages quote keys and values of a file only when it looks like a rule
  * file: its top level (and each entry of "rules") is an object that has
