@@ -6,8 +6,10 @@
 #   OUT-net9/NAME/NAME   net9.0, self-contained: carries its own .NET 9 runtime
 # The self-contained builds fetch the runtime packs from the NuGet feed, so
 # the tests cover runtimes the host has not installed. DW_APP_RUNTIMES (default
-# "10 8 9") chooses which are built. A build newer than its app's sources,
-# its project and this script is kept, not built again.
+# "10 8 9") chooses which are built, DW_APPS (default: every app under
+# tests/apps, and the dump checker tests/tools/DumpCheck) which programs. A
+# build newer than its app's sources, its project and this script is kept,
+# not built again.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$here/build/apps}
@@ -49,6 +51,7 @@ for rt in ${DW_APP_RUNTIMES:-10 8 9}; do
 	esac
 	for proj in "$here"/tests/apps/*/*.csproj; do
 		name=$(basename "$proj" .csproj)
+		[ -z "${DW_APPS:-}" ] || [[ " $DW_APPS " == *" $name "* ]] || continue
 		log=$dir.$name.log
 		if fresh "$dir/$name/$name" "$(dirname "$proj")"; then
 			echo "build-apps: $name for .NET $rt is up to date in $dir/$name, runtime $(runtime_of "$dir/$name")"
@@ -82,7 +85,9 @@ echo "build-apps: $built build(s) made, the others were up to date"
 # are built for (lib.sh finds it as DW_DUMPCHECK, default BUILD/tools/DumpCheck).
 tools=$(dirname "$out")/tools
 mkdir -p "$tools"
-if fresh "$tools/DumpCheck/DumpCheck" "$here/tests/tools/DumpCheck"; then
+if [ -n "${DW_APPS:-}" ] && [[ " $DW_APPS " != *" DumpCheck "* ]]; then
+	:
+elif fresh "$tools/DumpCheck/DumpCheck" "$here/tests/tools/DumpCheck"; then
 	echo "build-apps: DumpCheck is up to date in $tools/DumpCheck"
 else
 	dotnet build "$here/tests/tools/DumpCheck/DumpCheck.csproj" -c Release -o "$tools/DumpCheck" --nologo -v quiet \

@@ -9,7 +9,19 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
-"$here/scripts/build.sh"
+# Only what the demo needs: the daemon's build dependencies, dumpwatch itself,
+# and MemSpike for the host's .NET (scripts/test.sh installs and builds the
+# rest).
+"$here/scripts/setup.sh" --demo
+mkdir -p "$build"
+if ! { cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+	cmake --build "$build" --target dumpwatch -j"$(nproc)"; } >"$build/demo-build.log" 2>&1; then
+	cat "$build/demo-build.log" >&2
+	echo "demo: building dumpwatch failed (log above, also in $build/demo-build.log)" >&2
+	exit 1
+fi
+echo "demo: built $build/dumpwatch"
+DW_APP_RUNTIMES=10 DW_APPS=MemSpike "$here/scripts/build-apps.sh" "$build/apps"
 out=$(mktemp -d /tmp/dumpwatch-demo.XXXXXX)
 chmod 0755 "$out"
 app="$build/apps/MemSpike/MemSpike"
