@@ -30,10 +30,10 @@
  * first. One that cannot wait is dropped, journaled with the reason. */
 #include "dumpwatch/hook.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <json-c/json.h>
 #include <pwd.h>
 #include <signal.h>
@@ -50,6 +50,7 @@
 #include "dumpwatch/defaults.h"
 #include "dumpwatch/fds.h"
 #include "dumpwatch/log.h"
+#include "dumpwatch/procfs.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/trust.h"
 #include "dumpwatch/uidpool.h"
@@ -442,40 +443,32 @@ static void hook_exec(const struct hook_user *u, uid_t uid, const char *prog, ch
 	_exit(127);
 }
 
+/* kill_children's: SIGKILL to pid when it is a child of ours. */
+static int kill_if_child(pid_t pid, void *ctx)
+{
+	size_t *n = ctx;
+	char buf[512];
+	int ppid;
+	char state;
+
+	if (procfs_read(pid, "stat", buf, sizeof(buf)) <= 0)
+		return 0;
+	/* pid (comm) state ppid ...: comm may hold any byte, ')' too. */
+	const char *rp = strrchr(buf, ')');
+	if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == getpid()) {
+		kill(pid, SIGKILL);
+		(*n)++;
+	}
+	return 0;
+}
+
 /* SIGKILL to every child of ours; how many there were. A child cannot be
  * reaped by anyone else, so its pid names it until we reap it. */
 static size_t kill_children(void)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	pid_t self = getpid();
 	size_t n = 0;
 
-	if (!d)
-		return 0;
-	while ((e = readdir(d))) {
-		char path[64], buf[512];
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%.20s/stat", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t len = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		buf[len] = '\0';
-		/* pid (comm) state ppid ...: comm may hold any byte, ')' too. */
-		const char *rp = strrchr(buf, ')');
-		int ppid;
-		char state;
-		if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == self) {
-			kill((pid_t)atoi(e->d_name), SIGKILL);
-			n++;
-		}
-	}
-	closedir(d);
+	procfs_each_pid(kill_if_child, &n);
 	return n;
 }
 

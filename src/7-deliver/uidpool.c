@@ -1,7 +1,8 @@
 /* Transient uids: see uidpool.h. */
 #include "dumpwatch/uidpool.h"
 
-#include <dirent.h>
+#include "dumpwatch/procfs.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -25,33 +26,30 @@ int uidpool_has(uid_t uid)
 	return uid >= UIDPOOL_BASE && uid - UIDPOOL_BASE < UIDPOOL_COUNT;
 }
 
+struct each_uid {
+	void (*fn)(uid_t uid, void *ctx);
+	void *ctx;
+};
+
+static int process_uids(pid_t pid, void *ctx)
+{
+	const struct each_uid *eu = ctx;
+	char buf[2048];
+	unsigned long ids[4];
+
+	if (procfs_read(pid, "status", buf, sizeof(buf)) <= 0)
+		return 0;
+	const char *l = strstr(buf, "\nUid:");
+	if (l && sscanf(l + 5, "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) == 4)
+		for (int i = 0; i < 4; i++)
+			eu->fn((uid_t)ids[i], eu->ctx);
+	return 0;
+}
+
 void uidpool_each_process_uid(void (*fn)(uid_t uid, void *ctx), void *ctx)
 {
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		char path[64], buf[2048];
-		if (e->d_name[0] < '1' || e->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%.20s/status", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		const char *l = strstr(buf, "\nUid:");
-		unsigned long ids[4];
-		if (l && sscanf(l + 5, "%lu %lu %lu %lu", &ids[0], &ids[1], &ids[2], &ids[3]) == 4)
-			for (int i = 0; i < 4; i++)
-				fn((uid_t)ids[i], ctx);
-	}
-	closedir(d);
+	struct each_uid eu = {fn, ctx};
+	procfs_each_pid(process_uids, &eu);
 }
 
 struct used {
