@@ -140,41 +140,55 @@ static int check_peer(int fd, const struct ipc_endpoint *ep, struct ucred *seen)
 	return -EPERM;
 }
 
-/* Connects to path before the deadline. A path longer than sun_path is
- * reached through its directory: open it O_PATH and connect to
- * /proc/self/fd/N/name. The socket is non-blocking while connecting, so a
- * full backlog (EAGAIN) is retried instead of blocking, then made blocking. */
+/* The address of the socket at path. A path longer than sun_path is reached
+ * through its directory: opened O_PATH into *dirfd (unless it already is),
+ * the address is /proc/self/fd/N/name. 0 or -errno; *dirfd is the caller's
+ * to close either way. */
+static int socket_address(const char *path, int *dirfd, struct sockaddr_un *sa)
+{
+	size_t plen = strlen(path);
+	const char *slash;
+	char dir[PATH_MAX];
+	size_t dlen;
+	int n;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (plen == 0)
+		return -EINVAL;
+	if (plen < sizeof(sa->sun_path)) {
+		memcpy(sa->sun_path, path, plen + 1);
+		return 0;
+	}
+	slash = strrchr(path, '/');
+	if (!slash || slash == path || (dlen = (size_t)(slash - path)) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	if (*dirfd < 0) {
+		memcpy(dir, path, dlen);
+		dir[dlen] = '\0';
+		*dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (*dirfd < 0)
+			return -errno;
+	}
+	n = snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", *dirfd, slash + 1);
+	if (n < 0 || (size_t)n >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Connects to ep's path (socket_address) before the deadline. The socket is
+ * non-blocking while connecting, so a full backlog (EAGAIN) is retried
+ * instead of blocking, then made blocking. */
 static int connect_until(const struct ipc_endpoint *ep, int64_t deadline, struct ucred *seen)
 {
 	const char *path = ep ? ep->path : NULL;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	size_t plen;
+	struct sockaddr_un sa;
 	int dirfd = -1, fd = -1, r = 0, flags;
 
-	if (!path || !(plen = strlen(path)))
+	if (!path)
 		return -EINVAL;
-	if (plen < sizeof(sa.sun_path)) {
-		memcpy(sa.sun_path, path, plen + 1);
-	} else {
-		const char *slash = strrchr(path, '/');
-		char dir[PATH_MAX];
-		size_t dlen;
-		int n;
-
-		if (!slash || slash == path || (dlen = (size_t)(slash - path)) >= sizeof(dir))
-			return -ENAMETOOLONG;
-		memcpy(dir, path, dlen);
-		dir[dlen] = '\0';
-		dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dirfd < 0)
-			return -errno;
-		n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dirfd, slash + 1);
-		if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
-			close(dirfd);
-			return -ENAMETOOLONG;
-		}
-	}
-
+	if ((r = socket_address(path, &dirfd, &sa)) < 0)
+		goto out;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		r = -errno;
@@ -432,40 +446,6 @@ static int op_attempt(struct ipc_op *op, int64_t now)
 	return 0;
 }
 
-/* The address to connect to: a path longer than sun_path is reached through
- * its directory, opened O_PATH once per attempt. */
-static int op_address(struct ipc_op *op, struct sockaddr_un *sa)
-{
-	size_t plen = strlen(op->path);
-
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	if (plen == 0)
-		return -EINVAL;
-	if (plen < sizeof(sa->sun_path)) {
-		memcpy(sa->sun_path, op->path, plen + 1);
-		return 0;
-	}
-	const char *slash = strrchr(op->path, '/');
-	char dir[PATH_MAX];
-	size_t dlen;
-	int n;
-
-	if (!slash || slash == op->path || (dlen = (size_t)(slash - op->path)) >= sizeof(dir))
-		return -ENAMETOOLONG;
-	if (op->dirfd < 0) {
-		memcpy(dir, op->path, dlen);
-		dir[dlen] = '\0';
-		op->dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (op->dirfd < 0)
-			return -errno;
-	}
-	n = snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", op->dirfd, slash + 1);
-	if (n < 0 || (size_t)n >= sizeof(sa->sun_path))
-		return -ENAMETOOLONG;
-	return 0;
-}
-
 /* A failure of the transport, with the sentence describe_transport gives. */
 static int op_transport_fail(struct ipc_op *op, int r, const struct ucred *seen)
 {
@@ -617,7 +597,8 @@ int ipc_op_step(struct ipc_op *op, int64_t now)
 					return op_transport_fail(op, -ETIMEDOUT, NULL);
 				return 0;
 			}
-			if ((r = op_address(op, &sa)) < 0)
+			/* The directory of a long path is opened once per attempt. */
+			if ((r = socket_address(op->path, &op->dirfd, &sa)) < 0)
 				return op_transport_fail(op, r, NULL);
 			if (connect(op->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EISCONN) {
 				if (errno == EAGAIN || errno == EINTR) {

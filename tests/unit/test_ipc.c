@@ -425,9 +425,15 @@ static void test_fake_runtime(void)
 		CHECK(strlen(path) > 108);
 		memset(script, 0, sizeof(script));
 		reply_ok_u64(&script[0].reply, 9);
-		srv = fake_runtime(path, 1, &log);
+		reply_ok_u64(&script[1].reply, 0);
+		srv = fake_runtime(path, 2, &log);
 		CHECK(ipc_stop_tracing(&ep, 9, 2000, err, sizeof(err)) == 0);
-		fake_done(srv, log, ids, 8);
+		/* and by the blocking connect of a dump request */
+		CHECK(ipc_dump_send(&ep, 3, "/x/y.dmp", DUMP_FULL, 0, &fd, err, sizeof(err)) == 0);
+		CHECK(fd >= 0 && ipc_read_reply(fd, 2000, &reply) == 0 && reply.id == 0x00);
+		if (fd >= 0)
+			close(fd);
+		CHECK(fake_done(srv, log, ids, 8) == 2 && ids[1] == 0x0103);
 		unlink(path);
 		rmdir(dir);
 	}
