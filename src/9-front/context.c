@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/defaults.h"
+#include "dumpwatch/dumpctx.h"
 #include "dumpwatch/fds.h"
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/log.h"
@@ -69,11 +70,11 @@ static int time_ms(struct json_object *o, const char *key, int64_t *out)
 }
 
 /* The unit a condition or series names (units_name), or -1 for one this
- * dumpwatch does not know. */
+ * dumpwatch does not know. (DUMPCTX_KEY_SERIES_UNIT is the same key.) */
 static int unit_of(struct json_object *o)
 {
 	size_t len;
-	const char *u = jv_str(o, "unit", &len);
+	const char *u = jv_str(o, DUMPCTX_KEY_COND_UNIT, &len);
 
 	if (!u)
 		return -1;
@@ -95,7 +96,7 @@ static const char *fmt_value(struct json_object *o, double v, char *buf, size_t 
 	if (k >= 0)
 		return units_format(v, (enum unit_kind)k, buf, buflen);
 	units_format(v, UNIT_NONE, num_buf, sizeof(num_buf));
-	u = jv_str(o, "unit", &ulen);
+	u = jv_str(o, DUMPCTX_KEY_COND_UNIT, &ulen);
 	if (!u || ulen == 0) {
 		snprintf(buf, buflen, "%s", num_buf);
 		return buf;
@@ -280,18 +281,18 @@ static int check_context(struct json_object *root, char *err, size_t errlen)
 		const char *key;
 		enum json_type type;
 		const char *what;
-	} need[] = {{"outcome", json_type_string, "string"},
-	            {"rule", json_type_object, "object"},
-	            {"process", json_type_object, "object"}};
+	} need[] = {{DUMPCTX_KEY_OUTCOME, json_type_string, "string"},
+	            {DUMPCTX_KEY_RULE, json_type_object, "object"},
+	            {DUMPCTX_KEY_PROCESS, json_type_object, "object"}};
 	struct json_object *v;
 	int64_t ms;
 
-	if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "dumpwatch_context", &v)) {
-		snprintf(err, errlen, "not a dump context (no \"dumpwatch_context\" key)");
+	if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, DUMPCTX_KEY_CONTEXT, &v)) {
+		snprintf(err, errlen, "not a dump context (no \"" DUMPCTX_KEY_CONTEXT "\" key)");
 		return -ENOMSG;
 	}
 	if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1) {
-		snprintf(err, errlen, "a broken dump context: \"dumpwatch_context\" is not a version number");
+		snprintf(err, errlen, "a broken dump context: \"" DUMPCTX_KEY_CONTEXT "\" is not a version number");
 		return -EBADMSG;
 	}
 	if (json_object_get_int64(v) != 1) {
@@ -304,8 +305,8 @@ static int check_context(struct json_object *root, char *err, size_t errlen)
 			snprintf(err, errlen, "a broken dump context: no \"%s\" %s", need[i].key, need[i].what);
 			return -EBADMSG;
 		}
-	if (!time_ms(root, "fired_unix_ms", &ms)) {
-		snprintf(err, errlen, "a broken dump context: no \"fired_unix_ms\" time");
+	if (!time_ms(root, DUMPCTX_KEY_FIRED_UNIX_MS, &ms)) {
+		snprintf(err, errlen, "a broken dump context: no \"" DUMPCTX_KEY_FIRED_UNIX_MS "\" time");
 		return -EBADMSG;
 	}
 	return 0;
@@ -484,31 +485,32 @@ static const char *fmt_cond_value(struct json_object *cond, char *buf, size_t bu
 {
 	char v[64];
 	double d;
+	int at_least;
 
-	if (!jv_num(cond, "value", &d)) {
+	if (!jv_num(cond, DUMPCTX_KEY_COND_VALUE, &d)) {
 		snprintf(buf, buflen, "no value");
 		return buf;
 	}
 	fmt_value(cond, d, v, sizeof(v));
-	snprintf(buf, buflen, "%s%s",
-	         json_object_get_boolean(jv_typed(cond, "at_least", json_type_boolean)) ? "at least " : "", v);
+	at_least = json_object_get_boolean(jv_typed(cond, DUMPCTX_KEY_COND_AT_LEAST, json_type_boolean));
+	snprintf(buf, buflen, "%s%s", at_least ? "at least " : "", v);
 	return buf;
 }
 
 static void show_rule(FILE *out, struct json_object *ctx)
 {
-	struct json_object *rule = jv_typed(ctx, "rule", json_type_object);
-	struct json_object *conds = jv_typed(rule, "conditions", json_type_array);
+	struct json_object *rule = jv_typed(ctx, DUMPCTX_KEY_RULE, json_type_object);
+	struct json_object *conds = jv_typed(rule, DUMPCTX_KEY_RULE_CONDITIONS, json_type_array);
 	size_t len, n = conds ? json_object_array_length(conds) : 0;
-	const char *desc = jv_str(rule, "description", &len);
+	const char *desc = jv_str(rule, DUMPCTX_KEY_RULE_DESCRIPTION, &len);
 	double line;
 
 	fputs("rule:      ", out);
-	jv_put_str(out, rule, "name", "?");
-	if (jv_typed(rule, "file", json_type_string)) {
+	jv_put_str(out, rule, DUMPCTX_KEY_RULE_NAME, "?");
+	if (jv_typed(rule, DUMPCTX_KEY_RULE_FILE, json_type_string)) {
 		fputs(" (", out);
-		jv_put_str(out, rule, "file", "?");
-		if (jv_num(rule, "line", &line))
+		jv_put_str(out, rule, DUMPCTX_KEY_RULE_FILE, "?");
+		if (jv_num(rule, DUMPCTX_KEY_RULE_LINE, &line))
 			fprintf(out, ":%.0f", line);
 		fputs(")", out);
 	} else {
@@ -521,7 +523,7 @@ static void show_rule(FILE *out, struct json_object *ctx)
 		fputc('\n', out);
 	}
 	fputs("dump type: ", out);
-	jv_put_str(out, rule, "dump_type", "?");
+	jv_put_str(out, rule, DUMPCTX_KEY_RULE_DUMP_TYPE, "?");
 	fputs("\nfired because:\n", out);
 	if (n == 0)
 		fputs("  (no conditions)\n", out);
@@ -530,18 +532,18 @@ static void show_rule(FILE *out, struct json_object *ctx)
 		char v[96];
 
 		fputs("  ", out);
-		jv_put_str(out, cond, "text", "?");
+		jv_put_str(out, cond, DUMPCTX_KEY_COND_TEXT, "?");
 		fprintf(out, ": %s at the fire\n", fmt_cond_value(cond, v, sizeof(v)));
 		/* The exception that counted last, as the program wrote it. */
-		struct json_object *x = jv_typed(cond, "exception", json_type_object);
+		struct json_object *x = jv_typed(cond, DUMPCTX_KEY_COND_EXCEPTION, json_type_object);
 		double t_ms;
 		if (x) {
 			fputs("    last: ", out);
-			jv_put_str(out, x, "type", "?");
+			jv_put_str(out, x, DUMPCTX_KEY_EXC_TYPE, "?");
 			fputs(": \"", out);
-			jv_put_str(out, x, "message", "");
+			jv_put_str(out, x, DUMPCTX_KEY_EXC_MESSAGE, "");
 			fputs("\"", out);
-			if (jv_num(x, "t_ms", &t_ms))
+			if (jv_num(x, DUMPCTX_KEY_EXC_T_MS, &t_ms))
 				fprintf(out, " (%.1f s before the fire)", -t_ms / 1e3);
 			fputc('\n', out);
 		}
@@ -550,18 +552,18 @@ static void show_rule(FILE *out, struct json_object *ctx)
 
 static void show_when(FILE *out, struct json_object *ctx)
 {
-	struct json_object *dump = jv_typed(ctx, "dump", json_type_object);
+	struct json_object *dump = jv_typed(ctx, DUMPCTX_KEY_DUMP, json_type_object);
 	int64_t fired = 0, started, ended;
 	char b1[96], b2[96], b3[64];
 	double d;
 	int has_start, has_end;
 
-	time_ms(ctx, "fired_unix_ms", &fired);
+	time_ms(ctx, DUMPCTX_KEY_FIRED_UNIX_MS, &fired);
 	fprintf(out, "fired:     %s (local %s)\n", fmt_utc(fired, b1, sizeof(b1)), fmt_local(fired, b2, sizeof(b2)));
 	if (!dump)
 		return;
-	has_start = time_ms(dump, "started_unix_ms", &started);
-	has_end = time_ms(dump, "ended_unix_ms", &ended);
+	has_start = time_ms(dump, DUMPCTX_KEY_DUMP_STARTED_UNIX_MS, &started);
+	has_end = time_ms(dump, DUMPCTX_KEY_DUMP_ENDED_UNIX_MS, &ended);
 	fputs("dump:      ", out);
 	if (!has_start) {
 		fputs("never started", out);
@@ -571,39 +573,43 @@ static void show_when(FILE *out, struct json_object *ctx)
 			fprintf(out, ", ended %s", fmt_rel((double)(ended - fired), b2, sizeof(b2)));
 		fputs(" from the fire", out);
 	}
-	if (jv_num(dump, "duration_ms", &d))
+	if (jv_num(dump, DUMPCTX_KEY_DUMP_DURATION_MS, &d))
 		fprintf(out, ", took %s", units_format(d, UNIT_MS, b3, sizeof(b3)));
-	if (jv_typed(dump, "via", json_type_string)) {
+	if (jv_typed(dump, DUMPCTX_KEY_DUMP_VIA, json_type_string)) {
 		fputs(", via ", out);
-		jv_put_str(out, dump, "via", "?");
+		jv_put_str(out, dump, DUMPCTX_KEY_DUMP_VIA, "?");
 	}
 	fputc('\n', out);
-	if (jv_num(dump, "bytes", &d))
+	if (jv_num(dump, DUMPCTX_KEY_DUMP_BYTES, &d))
 		fprintf(out, "size:      %s (%.0f bytes)\n", units_format(d, UNIT_BYTES, b1, sizeof(b1)), d);
-	if (jv_typed(dump, "path", json_type_string) || jv_typed(dump, "file", json_type_string)) {
+	if (jv_typed(dump, DUMPCTX_KEY_DUMP_PATH, json_type_string) ||
+	    jv_typed(dump, DUMPCTX_KEY_DUMP_FILE, json_type_string)) {
 		fputs("file:      ", out);
-		jv_put_str(out, dump, jv_typed(dump, "path", json_type_string) ? "path" : "file", "?");
+		jv_put_str(out, dump,
+		           jv_typed(dump, DUMPCTX_KEY_DUMP_PATH, json_type_string) ? DUMPCTX_KEY_DUMP_PATH
+		                                                                   : DUMPCTX_KEY_DUMP_FILE,
+		           "?");
 		fputc('\n', out);
 	}
 }
 
 static void show_process(FILE *out, struct json_object *ctx)
 {
-	struct json_object *proc = jv_typed(ctx, "process", json_type_object);
+	struct json_object *proc = jv_typed(ctx, DUMPCTX_KEY_PROCESS, json_type_object);
 	size_t len;
-	const char *rt = jv_str(proc, "runtime_version", &len);
+	const char *rt = jv_str(proc, DUMPCTX_KEY_PROC_RUNTIME_VERSION, &len);
 	double d;
 
 	fputs("process:   ", out);
-	if (jv_num(proc, "pid", &d))
+	if (jv_num(proc, DUMPCTX_KEY_PROC_PID, &d))
 		fprintf(out, "%.0f ", d);
-	jv_put_str(out, proc, "name", "?");
-	if (jv_typed(proc, "user", json_type_string)) {
+	jv_put_str(out, proc, DUMPCTX_KEY_PROC_NAME, "?");
+	if (jv_typed(proc, DUMPCTX_KEY_PROC_USER, json_type_string)) {
 		fputs(", user ", out);
-		jv_put_str(out, proc, "user", "?");
-		if (jv_num(proc, "uid", &d))
+		jv_put_str(out, proc, DUMPCTX_KEY_PROC_USER, "?");
+		if (jv_num(proc, DUMPCTX_KEY_PROC_UID, &d))
 			fprintf(out, " (uid %.0f)", d);
-	} else if (jv_num(proc, "uid", &d)) {
+	} else if (jv_num(proc, DUMPCTX_KEY_PROC_UID, &d)) {
 		fprintf(out, ", uid %.0f", d);
 	}
 	if (rt && len) {
@@ -611,20 +617,21 @@ static void show_process(FILE *out, struct json_object *ctx)
 		text_put_escaped(out, rt, len);
 	}
 	fputs("\ncmdline:   ", out);
-	jv_put_str(out, proc, "cmdline", "?");
+	jv_put_str(out, proc, DUMPCTX_KEY_PROC_CMDLINE, "?");
 	fputc('\n', out);
 }
 
 /* The history series of metric (a string of mlen bytes), or NULL. */
 static struct json_object *find_series(struct json_object *ctx, const char *metric, size_t mlen)
 {
-	struct json_object *series = jv_typed(jv_typed(ctx, "history", json_type_object), "series", json_type_array);
+	struct json_object *series =
+	    jv_typed(jv_typed(ctx, DUMPCTX_KEY_HISTORY, json_type_object), DUMPCTX_KEY_HIST_SERIES, json_type_array);
 	size_t n = series ? json_object_array_length(series) : 0;
 
 	for (size_t i = 0; metric && i < n; i++) {
 		struct json_object *s = json_object_array_get_idx(series, i);
 		size_t len;
-		const char *m = jv_str(s, "metric", &len);
+		const char *m = jv_str(s, DUMPCTX_KEY_SERIES_METRIC, &len);
 
 		if (m && len == mlen && memcmp(m, metric, len) == 0)
 			return s;
@@ -637,7 +644,7 @@ static struct json_object *find_series(struct json_object *ctx, const char *metr
  * else last. Returns the count (0 when none) with malloc'd arrays. */
 static size_t series_points(struct json_object *series, int low, double **ret_t, double **ret_v)
 {
-	struct json_object *pts = jv_typed(series, "points", json_type_array);
+	struct json_object *pts = jv_typed(series, DUMPCTX_KEY_SERIES_POINTS, json_type_array);
 	size_t n = pts ? json_object_array_length(pts) : 0, k = 0;
 	double *t, *v;
 
@@ -675,17 +682,17 @@ static size_t series_points(struct json_object *series, int low, double **ret_t,
 static void show_spark(FILE *out, struct json_object *ctx, struct json_object *cond, int utf8)
 {
 	size_t mlen, n;
-	const char *metric = jv_str(cond, "metric", &mlen);
+	const char *metric = jv_str(cond, DUMPCTX_KEY_COND_METRIC, &mlen);
 	size_t oplen;
-	const char *op = jv_str(cond, "op", &oplen);
+	const char *op = jv_str(cond, DUMPCTX_KEY_COND_OP, &oplen);
 	struct json_object *series = find_series(ctx, metric, mlen);
 	char bars[3 * CONTEXT_SPARK_COLS + 1], marks[CONTEXT_SPARK_COLS + 1], lo_s[64], hi_s[64], th_s[64], t0_s[48],
 	    t1_s[48];
 	double *t, *v, lo, hi, threshold = NAN;
-	int has_thr = jv_num(cond, "threshold", &threshold), w, r;
+	int has_thr = jv_num(cond, DUMPCTX_KEY_COND_THRESHOLD, &threshold), w, r;
 
 	fputs("  ", out);
-	jv_put_str(out, cond, "text", "?");
+	jv_put_str(out, cond, DUMPCTX_KEY_COND_TEXT, "?");
 	fputc('\n', out);
 	n = series_points(series, op && op[0] == '<', &t, &v);
 	r = n ? context_sparkline(t, v, n, CONTEXT_SPARK_COLS, has_thr ? op : NULL, threshold, utf8, bars, sizeof(bars),
@@ -717,12 +724,14 @@ static void show_spark(FILE *out, struct json_object *ctx, struct json_object *c
 
 static void show_history(FILE *out, struct json_object *ctx, int utf8)
 {
-	struct json_object *hist = jv_typed(ctx, "history", json_type_object);
-	struct json_object *conds = jv_typed(jv_typed(ctx, "rule", json_type_object), "conditions", json_type_array);
+	struct json_object *hist = jv_typed(ctx, DUMPCTX_KEY_HISTORY, json_type_object);
+	struct json_object *conds =
+	    jv_typed(jv_typed(ctx, DUMPCTX_KEY_RULE, json_type_object), DUMPCTX_KEY_RULE_CONDITIONS, json_type_array);
 	size_t n = conds ? json_object_array_length(conds) : 0;
 	char b1[48], b2[48];
 	double window, slot;
-	int has_window = jv_num(hist, "window_ms", &window), has_slot = jv_num(hist, "slot_ms", &slot);
+	int has_window = jv_num(hist, DUMPCTX_KEY_HIST_WINDOW_MS, &window),
+	    has_slot = jv_num(hist, DUMPCTX_KEY_HIST_SLOT_MS, &slot);
 
 	if (n == 0)
 		return;
@@ -740,7 +749,7 @@ static void show_history(FILE *out, struct json_object *ctx, int utf8)
 
 static void show_gcs(FILE *out, struct json_object *ctx)
 {
-	struct json_object *gcs = jv_typed(ctx, "gcs", json_type_array);
+	struct json_object *gcs = jv_typed(ctx, DUMPCTX_KEY_GCS, json_type_array);
 	size_t n = gcs ? json_object_array_length(gcs) : 0;
 	size_t from = n > CONTEXT_SHOW_GCS ? n - CONTEXT_SHOW_GCS : 0;
 
@@ -755,22 +764,22 @@ static void show_gcs(FILE *out, struct json_object *ctx)
 		char idx[24] = "?", gen[24] = "?", at[48] = "?", pause[48] = "?", loh[48] = "?";
 		double d;
 
-		if (jv_num(gc, "index", &d))
+		if (jv_num(gc, DUMPCTX_KEY_GC_INDEX, &d))
 			snprintf(idx, sizeof(idx), "%.0f", d);
-		if (jv_num(gc, "generation", &d))
+		if (jv_num(gc, DUMPCTX_KEY_GC_GENERATION, &d))
 			snprintf(gen, sizeof(gen), "%.0f", d);
-		if (jv_num(gc, "start_ms", &d))
+		if (jv_num(gc, DUMPCTX_KEY_GC_START_MS, &d))
 			fmt_rel(d, at, sizeof(at));
-		if (jv_num(gc, "pause_ms", &d))
+		if (jv_num(gc, DUMPCTX_KEY_GC_PAUSE_MS, &d))
 			snprintf(pause, sizeof(pause), "%.1fms", d);
-		if (jv_num(jv_typed(gc, "sizes", json_type_object), "loh", &d))
+		if (jv_num(jv_typed(gc, DUMPCTX_KEY_GC_SIZES, json_type_object), DUMPCTX_KEY_SIZE_LOH, &d))
 			units_format(d, UNIT_BYTES, loh, sizeof(loh));
 		fprintf(out, "  %7s %3s %9s %9s %9s  ", idx, gen, at, pause, loh);
-		jv_put_str(out, gc, "reason", "?");
+		jv_put_str(out, gc, DUMPCTX_KEY_GC_REASON, "?");
 		fputs(" / ", out);
-		jv_put_str(out, gc, "type", "?");
-		if (jv_typed(gc, "complete", json_type_boolean) &&
-		    !json_object_get_boolean(jv_typed(gc, "complete", json_type_boolean)))
+		jv_put_str(out, gc, DUMPCTX_KEY_GC_TYPE, "?");
+		if (jv_typed(gc, DUMPCTX_KEY_GC_COMPLETE, json_type_boolean) &&
+		    !json_object_get_boolean(jv_typed(gc, DUMPCTX_KEY_GC_COMPLETE, json_type_boolean)))
 			fputs(" (incomplete)", out);
 		fputc('\n', out);
 	}
@@ -779,10 +788,10 @@ static void show_gcs(FILE *out, struct json_object *ctx)
 int context_show(FILE *out, struct json_object *ctx, int utf8)
 {
 	size_t len;
-	const char *error = jv_str(ctx, "error", &len);
+	const char *error = jv_str(ctx, DUMPCTX_KEY_ERROR, &len);
 
 	fputs("outcome:   ", out);
-	jv_put_str(out, ctx, "outcome", "?");
+	jv_put_str(out, ctx, DUMPCTX_KEY_OUTCOME, "?");
 	if (error) {
 		fputs(": ", out);
 		text_put_escaped(out, error, len);
@@ -1022,43 +1031,50 @@ static int plain_name(const char *s, size_t len)
 	       strcmp(s, "..") != 0;
 }
 
-static const char *outcome_class(struct json_object *ctx)
+/* The outcome of ctx (enum dumpctx_outcome), or -1 for one dumpwatch does
+ * not write. */
+static int outcome_of(struct json_object *ctx)
 {
 	size_t len;
-	const char *o = jv_str(ctx, "outcome", &len);
+	const char *o = jv_str(ctx, DUMPCTX_KEY_OUTCOME, &len);
 
-	if (o && strcmp(o, "dump") == 0)
-		return "dump";
-	if (o && strcmp(o, "skipped") == 0)
-		return "skipped";
-	if (o && strcmp(o, "failed") == 0)
-		return "failed";
-	return "other";
+	for (int k = DUMPCTX_DUMP; o && k <= DUMPCTX_FAILED; k++)
+		if (strcmp(o, dumpctx_outcome_name((enum dumpctx_outcome)k)) == 0)
+			return k;
+	return -1;
+}
+
+/* The card's class: the outcome's name, or "other". */
+static const char *outcome_class(struct json_object *ctx)
+{
+	int k = outcome_of(ctx);
+
+	return k < 0 ? "other" : dumpctx_outcome_name((enum dumpctx_outcome)k);
 }
 
 static void html_card(FILE *out, struct json_object *ctx, const char *json_name, const char *prefix, int dirfd)
 {
-	struct json_object *rule = jv_typed(ctx, "rule", json_type_object);
-	struct json_object *proc = jv_typed(ctx, "process", json_type_object);
-	struct json_object *dump = jv_typed(ctx, "dump", json_type_object);
-	struct json_object *conds = jv_typed(rule, "conditions", json_type_array);
+	struct json_object *rule = jv_typed(ctx, DUMPCTX_KEY_RULE, json_type_object);
+	struct json_object *proc = jv_typed(ctx, DUMPCTX_KEY_PROCESS, json_type_object);
+	struct json_object *dump = jv_typed(ctx, DUMPCTX_KEY_DUMP, json_type_object);
+	struct json_object *conds = jv_typed(rule, DUMPCTX_KEY_RULE_CONDITIONS, json_type_array);
 	size_t n = conds ? json_object_array_length(conds) : 0, len;
 	const char *cls = outcome_class(ctx), *s;
 	int64_t fired = 0;
 	char b[96];
 	double d;
 
-	time_ms(ctx, "fired_unix_ms", &fired);
+	time_ms(ctx, DUMPCTX_KEY_FIRED_UNIX_MS, &fired);
 	fprintf(out, "<article class=\"card %s\">\n<h2><span class=\"badge\">", cls);
-	h_field(out, ctx, "outcome", "?");
+	h_field(out, ctx, DUMPCTX_KEY_OUTCOME, "?");
 	fputs("</span> ", out);
-	h_field(out, rule, "name", "?");
+	h_field(out, rule, DUMPCTX_KEY_RULE_NAME, "?");
 	fputs(" <span class=\"proc\">", out);
-	h_field(out, proc, "name", "?");
-	if (jv_num(proc, "pid", &d))
+	h_field(out, proc, DUMPCTX_KEY_PROC_NAME, "?");
+	if (jv_num(proc, DUMPCTX_KEY_PROC_PID, &d))
 		fprintf(out, " (pid %.0f)", d);
 	fputs("</span></h2>\n", out);
-	s = jv_str(ctx, "error", &len);
+	s = jv_str(ctx, DUMPCTX_KEY_ERROR, &len);
 	if (s) {
 		fputs("<p class=\"error\">", out);
 		context_html_escape(out, s, len);
@@ -1069,18 +1085,18 @@ static void html_card(FILE *out, struct json_object *ctx, const char *json_name,
 	fprintf(out, "%s</td></tr>\n", fmt_utc(fired, b, sizeof(b)));
 
 	row(out, "Process");
-	h_field(out, proc, "name", "?");
-	if (jv_num(proc, "pid", &d))
+	h_field(out, proc, DUMPCTX_KEY_PROC_NAME, "?");
+	if (jv_num(proc, DUMPCTX_KEY_PROC_PID, &d))
 		fprintf(out, ", pid %.0f", d);
-	if (jv_typed(proc, "user", json_type_string)) {
+	if (jv_typed(proc, DUMPCTX_KEY_PROC_USER, json_type_string)) {
 		fputs(", user ", out);
-		h_field(out, proc, "user", "?");
-		if (jv_num(proc, "uid", &d))
+		h_field(out, proc, DUMPCTX_KEY_PROC_USER, "?");
+		if (jv_num(proc, DUMPCTX_KEY_PROC_UID, &d))
 			fprintf(out, " (uid %.0f)", d);
-	} else if (jv_num(proc, "uid", &d)) {
+	} else if (jv_num(proc, DUMPCTX_KEY_PROC_UID, &d)) {
 		fprintf(out, ", uid %.0f", d);
 	}
-	s = jv_str(proc, "runtime_version", &len);
+	s = jv_str(proc, DUMPCTX_KEY_PROC_RUNTIME_VERSION, &len);
 	if (s && len) {
 		fputs(", .NET ", out);
 		context_html_escape(out, s, len);
@@ -1088,26 +1104,26 @@ static void html_card(FILE *out, struct json_object *ctx, const char *json_name,
 	fputs("</td></tr>\n", out);
 	row(out, "Command line");
 	fputs("<code>", out);
-	h_field(out, proc, "cmdline", "?");
+	h_field(out, proc, DUMPCTX_KEY_PROC_CMDLINE, "?");
 	fputs("</code></td></tr>\n", out);
 
 	row(out, "Rule");
-	h_field(out, rule, "name", "?");
-	s = jv_str(rule, "description", &len);
+	h_field(out, rule, DUMPCTX_KEY_RULE_NAME, "?");
+	s = jv_str(rule, DUMPCTX_KEY_RULE_DESCRIPTION, &len);
 	if (s && len) {
 		fputs(" \xE2\x80\x94 ", out);
 		context_html_escape(out, s, len);
 	}
 	fputs(" <span class=\"src\">(", out);
-	if (jv_typed(rule, "file", json_type_string)) {
-		h_field(out, rule, "file", "?");
-		if (jv_num(rule, "line", &d))
+	if (jv_typed(rule, DUMPCTX_KEY_RULE_FILE, json_type_string)) {
+		h_field(out, rule, DUMPCTX_KEY_RULE_FILE, "?");
+		if (jv_num(rule, DUMPCTX_KEY_RULE_LINE, &d))
 			fprintf(out, ":%.0f", d);
 	} else {
 		fputs("command line", out);
 	}
 	fputs(")</span>, dump type ", out);
-	h_field(out, rule, "dump_type", "?");
+	h_field(out, rule, DUMPCTX_KEY_RULE_DUMP_TYPE, "?");
 	fputs("</td></tr>\n", out);
 
 	row(out, "Conditions");
@@ -1116,7 +1132,7 @@ static void html_card(FILE *out, struct json_object *ctx, const char *json_name,
 		struct json_object *cond = json_object_array_get_idx(conds, i);
 
 		fputs("<li><code>", out);
-		h_field(out, cond, "text", "?");
+		h_field(out, cond, DUMPCTX_KEY_COND_TEXT, "?");
 		fputs("</code>: ", out);
 		h(out, fmt_cond_value(cond, b, sizeof(b)));
 		fputs(" at the fire</li>", out);
@@ -1125,25 +1141,25 @@ static void html_card(FILE *out, struct json_object *ctx, const char *json_name,
 
 	row(out, "Dump");
 	fputs("size ", out);
-	if (jv_num(dump, "bytes", &d))
+	if (jv_num(dump, DUMPCTX_KEY_DUMP_BYTES, &d))
 		fputs(units_format(d, UNIT_BYTES, b, sizeof(b)), out);
 	else
 		fputs("\xE2\x80\x94", out);
 	fputs(", took ", out);
-	if (jv_num(dump, "duration_ms", &d))
+	if (jv_num(dump, DUMPCTX_KEY_DUMP_DURATION_MS, &d))
 		fputs(units_format(d, UNIT_MS, b, sizeof(b)), out);
 	else
 		fputs("\xE2\x80\x94", out);
-	if (jv_typed(dump, "via", json_type_string)) {
+	if (jv_typed(dump, DUMPCTX_KEY_DUMP_VIA, json_type_string)) {
 		fputs(", via ", out);
-		h_field(out, dump, "via", "?");
+		h_field(out, dump, DUMPCTX_KEY_DUMP_VIA, "?");
 	}
 	fputs("</td></tr>\n", out);
 
 	row(out, "Files");
 	html_link(out, prefix, dirfd, json_name);
-	s = jv_str(dump, "file", &len);
-	if (strcmp(cls, "dump") == 0 && s && plain_name(s, len)) {
+	s = jv_str(dump, DUMPCTX_KEY_DUMP_FILE, &len);
+	if (outcome_of(ctx) == DUMPCTX_DUMP && s && plain_name(s, len)) {
 		fputs(" \xC2\xB7 ", out);
 		html_link(out, prefix, dirfd, s);
 	}
@@ -1188,6 +1204,10 @@ static const char page_style[] =
 /* Why files were left out of the page (bits: one line says every reason). */
 enum { LEFT_COUNT = 1, LEFT_READ = 2, LEFT_PAGE = 4 };
 
+/* The count of contexts with an outcome dumpwatch does not write, after those
+ * of enum dumpctx_outcome. */
+#define OUTCOME_OTHER (DUMPCTX_FAILED + 1)
+
 /* What became of a *.json file found in the directory. */
 enum entry_state {
 	ENT_LISTED,  /* not read (yet) */
@@ -1204,7 +1224,7 @@ struct entry {
 	size_t bytes;          /* read in the first pass */
 	int64_t fired_ms;      /* from the first pass */
 	enum entry_state state;
-	int cls; /* index into counts: dump, skipped, failed, other */
+	int cls; /* index into counts: an enum dumpctx_outcome, or OUTCOME_OTHER */
 };
 
 /* One report: the files listed, what became of them, what was left out. */
@@ -1217,7 +1237,7 @@ struct report {
 	size_t unnamed; /* files beyond count_max not kept, not even by name */
 	int left_why;   /* LEFT_* */
 	size_t n_left;  /* files left out, the unnamed included */
-	size_t counts[4];
+	size_t counts[OUTCOME_OTHER + 1];
 	size_t n_shown;
 };
 
@@ -1337,8 +1357,7 @@ static int first_pass(struct report *rp, char *err, size_t errlen)
 		struct entry *en = &rp->ents[i];
 		struct json_object *ctx;
 		char why[512], name[NAME_MAX * 4 + 1];
-		const char *cls;
-		int r;
+		int r, k;
 
 		if (en->state != ENT_LISTED)
 			continue;
@@ -1367,12 +1386,9 @@ static int first_pass(struct report *rp, char *err, size_t errlen)
 			continue;
 		}
 		en->state = ENT_CONTEXT;
-		time_ms(ctx, "fired_unix_ms", &en->fired_ms);
-		cls = outcome_class(ctx);
-		en->cls = strcmp(cls, "dump") == 0      ? 0
-		          : strcmp(cls, "skipped") == 0 ? 1
-		          : strcmp(cls, "failed") == 0  ? 2
-		                                        : 3;
+		time_ms(ctx, DUMPCTX_KEY_FIRED_UNIX_MS, &en->fired_ms);
+		k = outcome_of(ctx);
+		en->cls = k < 0 ? OUTCOME_OTHER : k;
 		json_object_put(ctx);
 	}
 	return 0;
@@ -1614,9 +1630,10 @@ static void html_head(FILE *out, const char *dir, const struct report *rp)
 	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<header>\n<h1>Dumps in <code>", page_style);
 	h(out, dir);
 	fprintf(out, "</code></h1>\n<p>%zu dump context%s: %zu dump%s, %zu skipped, %zu failed", n, n == 1 ? "" : "s",
-	        rp->counts[0], rp->counts[0] == 1 ? "" : "s", rp->counts[1], rp->counts[2]);
-	if (rp->counts[3])
-		fprintf(out, ", %zu other", rp->counts[3]);
+	        rp->counts[DUMPCTX_DUMP], rp->counts[DUMPCTX_DUMP] == 1 ? "" : "s", rp->counts[DUMPCTX_SKIPPED],
+	        rp->counts[DUMPCTX_FAILED]);
+	if (rp->counts[OUTCOME_OTHER])
+		fprintf(out, ", %zu other", rp->counts[OUTCOME_OTHER]);
 	fputs(". Newest first.</p>\n", out);
 	if (rp->n_left)
 		fprintf(out,
@@ -1737,7 +1754,7 @@ int context_report(const char *dir, const char *out_path, const struct context_l
 		goto out;
 	}
 	fprintf(summary, "wrote %s: %zu dump%s (%zu skipped, %zu failed)", real_shown, rp.n_shown,
-	        rp.n_shown == 1 ? "" : "s", rp.counts[1], rp.counts[2]);
+	        rp.n_shown == 1 ? "" : "s", rp.counts[DUMPCTX_SKIPPED], rp.counts[DUMPCTX_FAILED]);
 	if (rp.n_left)
 		fprintf(summary, ", %zu file%s left out", rp.n_left, rp.n_left == 1 ? "" : "s");
 	fputc('\n', summary);
