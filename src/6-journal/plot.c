@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dumpwatch/dumpctx.h"
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
@@ -283,10 +284,10 @@ static int gc_get(const struct plot *pl, size_t i, double *ret_t, int *ret_gen)
 	struct json_object *g = json_object_array_get_idx(pl->gcs, i);
 	double gen = 0.0;
 
-	if (!jv_num(g, "start_ms", ret_t) && !jv_num(g, "end_ms", ret_t))
+	if (!jv_num(g, DUMPCTX_KEY_GC_START_MS, ret_t) && !jv_num(g, DUMPCTX_KEY_GC_END_MS, ret_t))
 		return 0;
 	*ret_t = clamp_huge(*ret_t);
-	jv_num(g, "generation", &gen);
+	jv_num(g, DUMPCTX_KEY_GC_GENERATION, &gen);
 	*ret_gen = gen >= 2.0 ? 2 : gen >= 1.0 ? 1 : 0;
 	return 1;
 }
@@ -303,7 +304,8 @@ static void panel_init(struct panel *pn, struct json_object *cond, struct json_o
                        double *xmax)
 {
 	size_t len = 0, mlen = 0, n_series = capped_length(series, PLOT_MAX_SERIES);
-	const char *metric = jv_str(cond, "metric", &mlen), *op = NULL, *unit = jv_str(cond, "unit", &len);
+	const char *metric = jv_str(cond, DUMPCTX_KEY_COND_METRIC, &mlen), *op = NULL,
+	           *unit = jv_str(cond, DUMPCTX_KEY_COND_UNIT, &len);
 	struct json_object *v;
 	double lo = 0.0, hi = 0.0, span;
 
@@ -312,24 +314,24 @@ static void panel_init(struct panel *pn, struct json_object *cond, struct json_o
 	for (size_t i = 0; metric && i < n_series; i++) {
 		struct json_object *s = json_object_array_get_idx(series, i);
 		size_t slen = 0;
-		const char *m = jv_str(s, "metric", &slen);
+		const char *m = jv_str(s, DUMPCTX_KEY_SERIES_METRIC, &slen);
 		if (m && slen == mlen && memcmp(m, metric, mlen) == 0) {
-			pn->points = jv_typed(s, "points", json_type_array);
+			pn->points = jv_typed(s, DUMPCTX_KEY_SERIES_POINTS, json_type_array);
 			if (!unit) /* the rule's unit first: the threshold is in it */
-				unit = jv_str(s, "unit", &len);
+				unit = jv_str(s, DUMPCTX_KEY_SERIES_UNIT, &len);
 			break;
 		}
 	}
 	pn->unit = unit_from_name(unit);
-	pn->has_threshold = jv_num(cond, "threshold", &pn->threshold);
+	pn->has_threshold = jv_num(cond, DUMPCTX_KEY_COND_THRESHOLD, &pn->threshold);
 	pn->threshold = clamp_huge(pn->threshold);
-	if (!jv_num(cond, "for_ms", &pn->for_ms) || pn->for_ms < 0.0)
+	if (!jv_num(cond, DUMPCTX_KEY_COND_FOR_MS, &pn->for_ms) || pn->for_ms < 0.0)
 		pn->for_ms = 0.0;
 	pn->for_ms = clamp_huge(pn->for_ms);
-	pn->has_value = jv_num(cond, "value", &pn->value);
-	v = jv_member(cond, "at_least");
+	pn->has_value = jv_num(cond, DUMPCTX_KEY_COND_VALUE, &pn->value);
+	v = jv_member(cond, DUMPCTX_KEY_COND_AT_LEAST);
 	pn->at_least = v && json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-	op = jv_str(cond, "op", &len);
+	op = jv_str(cond, DUMPCTX_KEY_COND_OP, &len);
 	if (op && (!strcmp(op, ">") || !strcmp(op, ">=") || !strcmp(op, "<") || !strcmp(op, "<=")))
 		pn->op = op;
 
@@ -406,18 +408,18 @@ static void fmt_iso(char *buf, size_t buflen, double ms)
 static int draw_header(const struct plot *pl, struct json_object *ctx, int draw)
 {
 	FILE *out = pl->out;
-	struct json_object *rule = jv_member(ctx, "rule"), *proc = jv_member(ctx, "process");
+	struct json_object *rule = jv_member(ctx, DUMPCTX_KEY_RULE), *proc = jv_member(ctx, DUMPCTX_KEY_PROCESS);
 	size_t len = 0;
-	const char *error = jv_str(ctx, "error", &len), *desc;
+	const char *error = jv_str(ctx, DUMPCTX_KEY_ERROR, &len), *desc;
 	size_t desc_len = 0;
 	double pid = 0.0;
 	char when[64];
 	int y = 26;
 
-	desc = jv_str(rule, "description", &desc_len);
+	desc = jv_str(rule, DUMPCTX_KEY_RULE_DESCRIPTION, &desc_len);
 	if (draw) {
 		fprintf(out, "<text class=\"title\" x=\"16\" y=\"%d\" font-size=\"17\" font-weight=\"bold\">Rule ", y);
-		put_jstr(out, rule, "name", "(unnamed)", PLOT_MAX_TEXT);
+		put_jstr(out, rule, DUMPCTX_KEY_RULE_NAME, "(unnamed)", PLOT_MAX_TEXT);
 		fputs("</text>\n", out);
 	}
 	y += 20;
@@ -425,11 +427,11 @@ static int draw_header(const struct plot *pl, struct json_object *ctx, int draw)
 		fmt_iso(when, sizeof(when), pl->fired_ms);
 		fprintf(out, "<text class=\"subtitle\" x=\"16\" y=\"%d\" font-size=\"12.5\" fill=\"%s\">process ", y,
 		        COLOR_TEXT);
-		put_jstr(out, proc, "name", "(unknown)", PLOT_MAX_NAME);
-		if (jv_num(proc, "pid", &pid) && pid >= 0.0 && pid < 1e15)
+		put_jstr(out, proc, DUMPCTX_KEY_PROC_NAME, "(unknown)", PLOT_MAX_NAME);
+		if (jv_num(proc, DUMPCTX_KEY_PROC_PID, &pid) && pid >= 0.0 && pid < 1e15)
 			fprintf(out, " (pid %.0f)", pid);
 		fprintf(out, " \xC2\xB7 fired %s \xC2\xB7 outcome: ", when);
-		put_jstr(out, ctx, "outcome", "(unknown)", PLOT_MAX_WORD);
+		put_jstr(out, ctx, DUMPCTX_KEY_OUTCOME, "(unknown)", PLOT_MAX_WORD);
 		fputs("</text>\n", out);
 	}
 	if (error && len > 0) {
@@ -624,11 +626,11 @@ static void draw_panel(const struct plot *pl, size_t idx, double y0)
 	char vb[80];
 
 	fputs("<g class=\"panel\" data-metric=\"", out);
-	put_jstr(out, pn->cond, "metric", "", PLOT_MAX_TITLE);
+	put_jstr(out, pn->cond, DUMPCTX_KEY_COND_METRIC, "", PLOT_MAX_TITLE);
 	fprintf(out, "\" data-unit=\"%s\">\n", units_name(pn->unit));
 	fprintf(out, "<text class=\"panel-title\" x=\"%d\" y=\"%.2f\" font-size=\"13\" font-weight=\"bold\">",
 	        PLOT_LEFT, y0 + 18);
-	put_jstr(out, pn->cond, "text", "(condition without text)", PLOT_MAX_TITLE);
+	put_jstr(out, pn->cond, DUMPCTX_KEY_COND_TEXT, "(condition without text)", PLOT_MAX_TITLE);
 	if (pn->has_value)
 		fprintf(out, "<tspan font-weight=\"normal\" fill=\"%s\">  \xE2\x80\x94 value at the fire %s%s</tspan>",
 		        COLOR_MUTED, pn->at_least ? "\xE2\x89\xA5 " : "", fmt_value(vb, sizeof(vb), pn, pn->value));
@@ -746,9 +748,11 @@ static int draw_legend(const struct plot *pl, double y0, int draw)
  * when ctx lacks it. */
 static int plot_load(struct plot *pl, struct json_object *ctx, char *err, size_t errlen)
 {
-	struct json_object *conds = jv_typed(jv_member(ctx, "rule"), "conditions", json_type_array);
-	struct json_object *series = jv_typed(jv_member(ctx, "history"), "series", json_type_array),
-	                   *dump = jv_member(ctx, "dump");
+	struct json_object *conds =
+	    jv_typed(jv_member(ctx, DUMPCTX_KEY_RULE), DUMPCTX_KEY_RULE_CONDITIONS, json_type_array);
+	struct json_object *series =
+	                       jv_typed(jv_member(ctx, DUMPCTX_KEY_HISTORY), DUMPCTX_KEY_HIST_SERIES, json_type_array),
+	                   *dump = jv_member(ctx, DUMPCTX_KEY_DUMP);
 	double v;
 
 	if (!ctx || !json_object_is_type(ctx, json_type_object)) {
@@ -756,30 +760,32 @@ static int plot_load(struct plot *pl, struct json_object *ctx, char *err, size_t
 		return -EINVAL;
 	}
 	if (!conds) {
-		snprintf(err, errlen, "the dump context has no rule.conditions array");
+		snprintf(err, errlen,
+		         "the dump context has no " DUMPCTX_KEY_RULE "." DUMPCTX_KEY_RULE_CONDITIONS " array");
 		return -EINVAL;
 	}
 	if (!series) {
-		snprintf(err, errlen, "the dump context has no history.series array");
+		snprintf(err, errlen,
+		         "the dump context has no " DUMPCTX_KEY_HISTORY "." DUMPCTX_KEY_HIST_SERIES " array");
 		return -EINVAL;
 	}
-	if (!jv_num(ctx, "fired_unix_ms", &pl->fired_ms)) {
-		snprintf(err, errlen, "the dump context has no fired_unix_ms number");
+	if (!jv_num(ctx, DUMPCTX_KEY_FIRED_UNIX_MS, &pl->fired_ms)) {
+		snprintf(err, errlen, "the dump context has no " DUMPCTX_KEY_FIRED_UNIX_MS " number");
 		return -EINVAL;
 	}
 	/* Differences of clamped magnitudes stay finite. */
 	pl->fired_ms = clamp_huge(pl->fired_ms);
-	if (jv_num(dump, "started_unix_ms", &v)) {
+	if (jv_num(dump, DUMPCTX_KEY_DUMP_STARTED_UNIX_MS, &v)) {
 		pl->start_ms = clamp_huge(clamp_huge(v) - pl->fired_ms);
 		pl->has_start = 1;
 	}
-	if (jv_num(dump, "ended_unix_ms", &v)) {
+	if (jv_num(dump, DUMPCTX_KEY_DUMP_ENDED_UNIX_MS, &v)) {
 		pl->end_ms = clamp_huge(clamp_huge(v) - pl->fired_ms);
 		pl->has_end = 1;
 	}
-	pl->gcs = jv_typed(ctx, "gcs", json_type_array);
+	pl->gcs = jv_typed(ctx, DUMPCTX_KEY_GCS, json_type_array);
 	pl->n_gcs = capped_length(pl->gcs, PLOT_MAX_GCS);
-	if (jv_num(jv_member(ctx, "history"), "slot_ms", &v) && v > 0 && v <= 3600e3)
+	if (jv_num(jv_member(ctx, DUMPCTX_KEY_HISTORY), DUMPCTX_KEY_HIST_SLOT_MS, &v) && v > 0 && v <= 3600e3)
 		pl->slot_ms = v;
 
 	pl->xmin = pl->xmax = 0.0;
@@ -857,7 +863,7 @@ int plot_svg(FILE *out, struct json_object *ctx, char *err, size_t errlen)
 	        "font-family=\"sans-serif\" font-size=\"12\" fill=\"%s\">\n",
 	        PLOT_WIDTH, height, PLOT_WIDTH, height, COLOR_TEXT);
 	fputs("<title>dumpwatch: rule ", out);
-	put_jstr(out, jv_member(ctx, "rule"), "name", "(unnamed)", PLOT_MAX_TEXT);
+	put_jstr(out, jv_member(ctx, DUMPCTX_KEY_RULE), DUMPCTX_KEY_RULE_NAME, "(unnamed)", PLOT_MAX_TEXT);
 	fputs("</title>\n", out);
 	fprintf(out, "<rect class=\"background\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
 	        PLOT_WIDTH, height);

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "dumpwatch/catalog.h"
-#include "dumpwatch/ipc.h" /* enum dump_type */
+#include "dumpwatch/wire.h" /* enum dump_type */
 
 #define RULE_MAX_CONDS 8
 #define RULE_NAME_MAX 64

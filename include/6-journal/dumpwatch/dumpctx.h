@@ -20,6 +20,86 @@
 /* GC records a context carries (the newest). */
 #define DUMPCTX_GCS 50
 
+/* The keys of NAME.json, named here once: dumpctx_build writes them, and the
+ * plot (plot.c), `show` and `report` (context.c and the files beside it)
+ * read them by these names. Each is named by the object that holds it,
+ * DUMPCTX_KEY_<OBJECT>_<KEY>, the top level's without an object: RULE is
+ * "rule", COND an entry of its "conditions", EXC a condition's "exception",
+ * DUMP "dump", PROC "process", HIST "history", SERIES an entry of its
+ * "series" (points [t_ms, last, min, max]), GC an entry of "gcs" and SIZE
+ * its "sizes". docs/context.md says what each holds. */
+#define DUMPCTX_KEY_CONTEXT "dumpwatch_context" /* DUMPCTX_VERSION */
+#define DUMPCTX_KEY_VERSION "dumpwatch_version" /* dumpwatch's own */
+#define DUMPCTX_KEY_OUTCOME "outcome"           /* dumpctx_outcome_name */
+#define DUMPCTX_KEY_ERROR "error"
+#define DUMPCTX_KEY_FIRED_UNIX_MS "fired_unix_ms"
+#define DUMPCTX_KEY_RULE "rule"
+#define DUMPCTX_KEY_DUMP "dump"
+#define DUMPCTX_KEY_PROCESS "process"
+#define DUMPCTX_KEY_HISTORY "history"
+#define DUMPCTX_KEY_GCS "gcs"
+
+#define DUMPCTX_KEY_RULE_NAME "name"
+#define DUMPCTX_KEY_RULE_DESCRIPTION "description"
+#define DUMPCTX_KEY_RULE_FILE "file"
+#define DUMPCTX_KEY_RULE_LINE "line"
+#define DUMPCTX_KEY_RULE_DUMP_TYPE "dump_type"
+#define DUMPCTX_KEY_RULE_CONDITIONS "conditions"
+
+#define DUMPCTX_KEY_COND_TEXT "text"
+#define DUMPCTX_KEY_COND_METRIC "metric"
+#define DUMPCTX_KEY_COND_OP "op"
+#define DUMPCTX_KEY_COND_THRESHOLD "threshold"
+#define DUMPCTX_KEY_COND_UNIT "unit"
+#define DUMPCTX_KEY_COND_FOR_MS "for_ms"
+#define DUMPCTX_KEY_COND_VALUE "value"
+#define DUMPCTX_KEY_COND_AT_LEAST "at_least"
+#define DUMPCTX_KEY_COND_EXCEPTION "exception"
+
+#define DUMPCTX_KEY_EXC_TYPE "type"
+#define DUMPCTX_KEY_EXC_MESSAGE "message"
+#define DUMPCTX_KEY_EXC_HRESULT "hresult"
+#define DUMPCTX_KEY_EXC_T_MS "t_ms"
+
+#define DUMPCTX_KEY_DUMP_FILE "file"
+#define DUMPCTX_KEY_DUMP_PATH "path"
+#define DUMPCTX_KEY_DUMP_BYTES "bytes"
+#define DUMPCTX_KEY_DUMP_STARTED_UNIX_MS "started_unix_ms"
+#define DUMPCTX_KEY_DUMP_ENDED_UNIX_MS "ended_unix_ms"
+#define DUMPCTX_KEY_DUMP_DURATION_MS "duration_ms"
+#define DUMPCTX_KEY_DUMP_VIA "via"
+
+#define DUMPCTX_KEY_PROC_PID "pid"
+#define DUMPCTX_KEY_PROC_NAME "name"
+#define DUMPCTX_KEY_PROC_CMDLINE "cmdline"
+#define DUMPCTX_KEY_PROC_UID "uid"
+#define DUMPCTX_KEY_PROC_USER "user"
+#define DUMPCTX_KEY_PROC_RUNTIME_VERSION "runtime_version"
+
+#define DUMPCTX_KEY_HIST_WINDOW_MS "window_ms"
+#define DUMPCTX_KEY_HIST_SLOT_MS "slot_ms"
+#define DUMPCTX_KEY_HIST_SERIES "series"
+
+#define DUMPCTX_KEY_SERIES_METRIC "metric"
+#define DUMPCTX_KEY_SERIES_UNIT DUMPCTX_KEY_COND_UNIT /* one key: a reader takes either unit alike */
+#define DUMPCTX_KEY_SERIES_POINTS "points"
+
+#define DUMPCTX_KEY_GC_INDEX "index"
+#define DUMPCTX_KEY_GC_GENERATION "generation"
+#define DUMPCTX_KEY_GC_REASON "reason"
+#define DUMPCTX_KEY_GC_TYPE "type"
+#define DUMPCTX_KEY_GC_START_MS "start_ms"
+#define DUMPCTX_KEY_GC_END_MS "end_ms"
+#define DUMPCTX_KEY_GC_PAUSE_MS "pause_ms"
+#define DUMPCTX_KEY_GC_SIZES "sizes"
+#define DUMPCTX_KEY_GC_COMPLETE "complete"
+
+#define DUMPCTX_KEY_SIZE_GEN0 "gen0"
+#define DUMPCTX_KEY_SIZE_GEN1 "gen1"
+#define DUMPCTX_KEY_SIZE_GEN2 "gen2"
+#define DUMPCTX_KEY_SIZE_LOH "loh"
+#define DUMPCTX_KEY_SIZE_POH "poh"
+
 enum dumpctx_outcome { DUMPCTX_DUMP, DUMPCTX_SKIPPED, DUMPCTX_FAILED };
 
 struct dumpctx_input {

@@ -6,7 +6,9 @@
  * chose: the text view escapes it (text_escape), the page HTML-escapes it.
  *
  * The pure parts (the sidecar name, the sparkline, HTML escaping, relative
- * links) are here too so the unit tests reach them without files. */
+ * links) are here too so the unit tests reach them without files. Loading
+ * is context.c's, the text show.c's, the page report_page.c's and its cards
+ * report_card.c's. */
 #ifndef DUMPWATCH_CONTEXT_H
 #define DUMPWATCH_CONTEXT_H
 

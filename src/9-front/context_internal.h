@@ -1,0 +1,41 @@
+/* What the files of `show` and `report` share: context.c's typed reads and
+ * formats of a parsed context, and report_card.c's card for report_page.c.
+ * Not a public contract: context.h is. */
+#ifndef DUMPWATCH_CONTEXT_INTERNAL_H
+#define DUMPWATCH_CONTEXT_INTERNAL_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* A wall-clock time in ms since the epoch: 1, or 0 when missing or beyond
+ * what gmtime handles in any year a dump could have been taken. */
+int cx_time_ms(struct json_object *o, const char *key, int64_t *out);
+
+/* v in the unit of o ("351.2MB"); a unit this dumpwatch does not know is
+ * shown by its escaped name after the number. */
+const char *cx_fmt_value(struct json_object *o, double v, char *buf, size_t buflen);
+
+/* "2026-11-23T18:57:16.123Z", or "?" when ms is out of gmtime's range. */
+const char *cx_fmt_utc(int64_t ms, char *buf, size_t buflen);
+
+/* A condition's value at the fire: "351.2MB", "at least 351.2MB", "no value". */
+const char *cx_fmt_cond_value(struct json_object *cond, char *buf, size_t buflen);
+
+/* The outcome of ctx (enum dumpctx_outcome), or -1 for one dumpwatch does
+ * not write. */
+int cx_outcome_of(struct json_object *ctx);
+
+/* context_html_escape of a NUL-terminated string. */
+void cx_h(FILE *out, const char *s);
+
+/* The card of ctx, read from the file json_name in the directory dirfd: its
+ * links are to json_name and the dump file beside it, under the page's
+ * relative prefix. */
+void cx_html_card(FILE *out, struct json_object *ctx, const char *json_name, const char *prefix, int dirfd);
+
+/* The page's style sheet. */
+extern const char cx_page_style[];
+
+#endif

@@ -1,0 +1,371 @@
+/* One dump context as a card of `dumpwatch report`'s page (context.h): the
+ * outcome, the process, the rule and its conditions, the dump, links to the
+ * files beside it, and the plot inline; the page's style sheet. Every string
+ * from the context is HTML-escaped (context_html_escape); links are relative
+ * and percent-encoded, built from names found in the directory, never from
+ * paths inside the file. The page around the cards is report_page.c's. */
+#include "dumpwatch/context.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "context_internal.h"
+#include "dumpwatch/dumpctx.h"
+#include "dumpwatch/jsonget.h"
+#include "dumpwatch/plot.h"
+#include "dumpwatch/text.h"
+#include "dumpwatch/units.h"
+
+void context_html_escape(FILE *out, const char *s, size_t len)
+{
+	static const struct text_markup html = {.apos = "&#39;", .control = "", .maxwidth = SIZE_MAX};
+	text_put_markup(out, s, len, &html);
+}
+
+void cx_h(FILE *out, const char *s)
+{
+	context_html_escape(out, s, strlen(s));
+}
+
+/* o's string member key HTML-escaped, or dflt (trusted HTML). */
+static void h_field(FILE *out, struct json_object *o, const char *key, const char *dflt)
+{
+	size_t len;
+	const char *s = jv_str(o, key, &len);
+
+	if (s)
+		context_html_escape(out, s, len);
+	else
+		fputs(dflt, out);
+}
+
+/* Appends s percent-encoded (all but RFC 3986 unreserved characters). */
+static int url_put(char *out, size_t outlen, size_t *pos, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		int plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		            *p == '-' || *p == '.' || *p == '_' || *p == '~';
+		size_t need = plain ? 1 : 3;
+
+		if (*pos + need >= outlen)
+			return -ENAMETOOLONG;
+		if (plain) {
+			out[(*pos)++] = (char)*p;
+		} else {
+			out[(*pos)++] = '%';
+			out[(*pos)++] = hex[*p >> 4];
+			out[(*pos)++] = hex[*p & 15];
+		}
+	}
+	out[*pos] = '\0';
+	return 0;
+}
+
+/* The next component of an absolute path at *p ("" at the end), its length
+ * in *ret_len; advances *p past it. */
+static const char *next_component(const char **p, size_t *ret_len)
+{
+	const char *s = *p, *e;
+
+	while (*s == '/')
+		s++;
+	e = s;
+	while (*e && *e != '/')
+		e++;
+	*ret_len = (size_t)(e - s);
+	*p = e;
+	return s;
+}
+
+int context_relative_url(const char *from_dir, const char *to_dir, char *out, size_t outlen)
+{
+	const char *f = from_dir, *t = to_dir, *fc, *tc;
+	size_t flen, tlen, pos = 0;
+	char comp[NAME_MAX + 1];
+
+	if (outlen == 0)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	/* Skip the common leading components. */
+	for (;;) {
+		const char *f_save = f, *t_save = t;
+
+		fc = next_component(&f, &flen);
+		tc = next_component(&t, &tlen);
+		if (flen == 0 || flen != tlen || memcmp(fc, tc, flen) != 0) {
+			f = f_save;
+			t = t_save;
+			break;
+		}
+	}
+	while ((fc = next_component(&f, &flen)), flen > 0) {
+		if (pos + 3 >= outlen)
+			return -ENAMETOOLONG;
+		memcpy(out + pos, "../", 4);
+		pos += 3;
+	}
+	while ((tc = next_component(&t, &tlen)), tlen > 0) {
+		if (tlen >= sizeof(comp))
+			return -ENAMETOOLONG;
+		memcpy(comp, tc, tlen);
+		comp[tlen] = '\0';
+		if (url_put(out, outlen, &pos, comp) < 0 || pos + 1 >= outlen)
+			return -ENAMETOOLONG;
+		out[pos++] = '/';
+		out[pos] = '\0';
+	}
+	return 0;
+}
+
+/* Whether the len bytes at s contain needle, ignoring ASCII case. */
+static int contains_nocase(const char *s, size_t len, const char *needle)
+{
+	size_t nlen = strlen(needle);
+
+	for (size_t i = 0; i + nlen <= len; i++) {
+		size_t k = 0;
+
+		while (k < nlen && text_lower(s[i + k]) == text_lower(needle[k]))
+			k++;
+		if (k == nlen)
+			return 1;
+	}
+	return 0;
+}
+
+/* The plot of ctx inline: the <svg> element plot_svg writes, without what
+ * comes before it (an XML declaration or doctype has no place inside HTML).
+ * The plot escapes every text it takes from the context; should it ever
+ * carry a script or foreign content all the same, it is left out. */
+static void html_plot(FILE *out, struct json_object *ctx)
+{
+	char *buf = NULL, perr[256] = "";
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	const char *svg;
+	int r;
+
+	if (!m) {
+		fputs("<p class=\"noplot\">no plot: out of memory</p>\n", out);
+		return;
+	}
+	r = plot_svg(m, ctx, perr, sizeof(perr));
+	if (fclose(m) != 0 && r == 0)
+		r = -ENOMEM;
+	svg = r == 0 && buf ? memmem(buf, len, "<svg", 4) : NULL;
+	if (r < 0 || !svg) {
+		fputs("<p class=\"noplot\">no plot: ", out);
+		cx_h(out, r < 0 ? (perr[0] ? perr : strerror(-r)) : "the plot is not SVG");
+		fputs("</p>\n", out);
+	} else if (contains_nocase(svg, len - (size_t)(svg - buf), "<script") ||
+	           contains_nocase(svg, len - (size_t)(svg - buf), "<foreignobject")) {
+		fputs("<p class=\"noplot\">no plot: it holds a script or foreign content</p>\n", out);
+	} else {
+		fputs("<div class=\"plot\">", out);
+		fwrite(svg, 1, len - (size_t)(svg - buf), out);
+		fputs("</div>\n", out);
+	}
+	free(buf);
+}
+
+/* One row of a card's table: <tr><th>label</th><td> ... the caller's cells. */
+static void row(FILE *out, const char *label)
+{
+	fprintf(out, "<tr><th>%s</th><td>", label);
+}
+
+/* The link to file name (found in the directory) under the page's relative
+ * prefix; "(missing)" after the name when it is not there any more. */
+static void html_link(FILE *out, const char *prefix, int dirfd, const char *name)
+{
+	char url[PATH_MAX * 4];
+	size_t pos = strlen(prefix);
+	struct stat st;
+
+	if (pos >= sizeof(url)) {
+		cx_h(out, name);
+		return;
+	}
+	memcpy(url, prefix, pos + 1);
+	if (url_put(url, sizeof(url), &pos, name) < 0) {
+		cx_h(out, name);
+		return;
+	}
+	fputs("<a href=\"", out);
+	cx_h(out, url);
+	fputs("\">", out);
+	cx_h(out, name);
+	fputs("</a>", out);
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		fputs(" (missing)", out);
+}
+
+/* Whether the dump file a context names is a plain name in its directory
+ * (not a path, not "." or ".."): the only kind the page links to. */
+static int plain_name(const char *s, size_t len)
+{
+	return len > 0 && len <= NAME_MAX && !memchr(s, '/', len) && !memchr(s, '\0', len) && strcmp(s, ".") != 0 &&
+	       strcmp(s, "..") != 0;
+}
+
+/* The card's class: the outcome's name, or "other". */
+static const char *outcome_class(struct json_object *ctx)
+{
+	int k = cx_outcome_of(ctx);
+
+	return k < 0 ? "other" : dumpctx_outcome_name((enum dumpctx_outcome)k);
+}
+
+void cx_html_card(FILE *out, struct json_object *ctx, const char *json_name, const char *prefix, int dirfd)
+{
+	struct json_object *rule = jv_typed(ctx, DUMPCTX_KEY_RULE, json_type_object);
+	struct json_object *proc = jv_typed(ctx, DUMPCTX_KEY_PROCESS, json_type_object);
+	struct json_object *dump = jv_typed(ctx, DUMPCTX_KEY_DUMP, json_type_object);
+	struct json_object *conds = jv_typed(rule, DUMPCTX_KEY_RULE_CONDITIONS, json_type_array);
+	size_t n = conds ? json_object_array_length(conds) : 0, len;
+	const char *cls = outcome_class(ctx), *s;
+	int64_t fired = 0;
+	char b[96];
+	double d;
+
+	cx_time_ms(ctx, DUMPCTX_KEY_FIRED_UNIX_MS, &fired);
+	fprintf(out, "<article class=\"card %s\">\n<h2><span class=\"badge\">", cls);
+	h_field(out, ctx, DUMPCTX_KEY_OUTCOME, "?");
+	fputs("</span> ", out);
+	h_field(out, rule, DUMPCTX_KEY_RULE_NAME, "?");
+	fputs(" <span class=\"proc\">", out);
+	h_field(out, proc, DUMPCTX_KEY_PROC_NAME, "?");
+	if (jv_num(proc, DUMPCTX_KEY_PROC_PID, &d))
+		fprintf(out, " (pid %.0f)", d);
+	fputs("</span></h2>\n", out);
+	s = jv_str(ctx, DUMPCTX_KEY_ERROR, &len);
+	if (s) {
+		fputs("<p class=\"error\">", out);
+		context_html_escape(out, s, len);
+		fputs("</p>\n", out);
+	}
+	fputs("<table>\n", out);
+	row(out, "Fired");
+	fprintf(out, "%s</td></tr>\n", cx_fmt_utc(fired, b, sizeof(b)));
+
+	row(out, "Process");
+	h_field(out, proc, DUMPCTX_KEY_PROC_NAME, "?");
+	if (jv_num(proc, DUMPCTX_KEY_PROC_PID, &d))
+		fprintf(out, ", pid %.0f", d);
+	if (jv_typed(proc, DUMPCTX_KEY_PROC_USER, json_type_string)) {
+		fputs(", user ", out);
+		h_field(out, proc, DUMPCTX_KEY_PROC_USER, "?");
+		if (jv_num(proc, DUMPCTX_KEY_PROC_UID, &d))
+			fprintf(out, " (uid %.0f)", d);
+	} else if (jv_num(proc, DUMPCTX_KEY_PROC_UID, &d)) {
+		fprintf(out, ", uid %.0f", d);
+	}
+	s = jv_str(proc, DUMPCTX_KEY_PROC_RUNTIME_VERSION, &len);
+	if (s && len) {
+		fputs(", .NET ", out);
+		context_html_escape(out, s, len);
+	}
+	fputs("</td></tr>\n", out);
+	row(out, "Command line");
+	fputs("<code>", out);
+	h_field(out, proc, DUMPCTX_KEY_PROC_CMDLINE, "?");
+	fputs("</code></td></tr>\n", out);
+
+	row(out, "Rule");
+	h_field(out, rule, DUMPCTX_KEY_RULE_NAME, "?");
+	s = jv_str(rule, DUMPCTX_KEY_RULE_DESCRIPTION, &len);
+	if (s && len) {
+		fputs(" \xE2\x80\x94 ", out);
+		context_html_escape(out, s, len);
+	}
+	fputs(" <span class=\"src\">(", out);
+	if (jv_typed(rule, DUMPCTX_KEY_RULE_FILE, json_type_string)) {
+		h_field(out, rule, DUMPCTX_KEY_RULE_FILE, "?");
+		if (jv_num(rule, DUMPCTX_KEY_RULE_LINE, &d))
+			fprintf(out, ":%.0f", d);
+	} else {
+		fputs("command line", out);
+	}
+	fputs(")</span>, dump type ", out);
+	h_field(out, rule, DUMPCTX_KEY_RULE_DUMP_TYPE, "?");
+	fputs("</td></tr>\n", out);
+
+	row(out, "Conditions");
+	fputs("<ul>", out);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *cond = json_object_array_get_idx(conds, i);
+
+		fputs("<li><code>", out);
+		h_field(out, cond, DUMPCTX_KEY_COND_TEXT, "?");
+		fputs("</code>: ", out);
+		cx_h(out, cx_fmt_cond_value(cond, b, sizeof(b)));
+		fputs(" at the fire</li>", out);
+	}
+	fputs("</ul></td></tr>\n", out);
+
+	row(out, "Dump");
+	fputs("size ", out);
+	if (jv_num(dump, DUMPCTX_KEY_DUMP_BYTES, &d))
+		fputs(units_format(d, UNIT_BYTES, b, sizeof(b)), out);
+	else
+		fputs("\xE2\x80\x94", out);
+	fputs(", took ", out);
+	if (jv_num(dump, DUMPCTX_KEY_DUMP_DURATION_MS, &d))
+		fputs(units_format(d, UNIT_MS, b, sizeof(b)), out);
+	else
+		fputs("\xE2\x80\x94", out);
+	if (jv_typed(dump, DUMPCTX_KEY_DUMP_VIA, json_type_string)) {
+		fputs(", via ", out);
+		h_field(out, dump, DUMPCTX_KEY_DUMP_VIA, "?");
+	}
+	fputs("</td></tr>\n", out);
+
+	row(out, "Files");
+	html_link(out, prefix, dirfd, json_name);
+	s = jv_str(dump, DUMPCTX_KEY_DUMP_FILE, &len);
+	if (cx_outcome_of(ctx) == DUMPCTX_DUMP && s && plain_name(s, len)) {
+		fputs(" \xC2\xB7 ", out);
+		html_link(out, prefix, dirfd, s);
+	}
+	fputs("</td></tr>\n</table>\n", out);
+	html_plot(out, ctx);
+	fputs("</article>\n", out);
+}
+
+const char cx_page_style[] =
+    "body{font-family:sans-serif;background:#fff;color:#111;margin:1.5em auto;max-width:1100px;padding:0 1em}\n"
+    "h1{font-size:1.4em;margin:0 0 .3em}\n"
+    "header{margin-bottom:1.2em}\n"
+    "header p{margin:.2em 0;color:#333}\n"
+    ".card{border:1px solid #bbb;border-left:6px solid #888;border-radius:4px;padding:.6em 1em;margin:0 0 "
+    "1.2em;background:#fff;break-inside:avoid;page-break-inside:avoid}\n"
+    ".card.dump{border-left-color:#2a7d3a}\n"
+    ".card.skipped{border-left-color:#b8860b}\n"
+    ".card.failed{border-left-color:#b22222}\n"
+    ".card h2{font-size:1.1em;margin:.2em 0 .5em;overflow-wrap:anywhere}\n"
+    ".badge{display:inline-block;font-size:.85em;padding:0 .5em;border-radius:3px;background:#eee;border:1px "
+    "solid #999}\n"
+    ".dump .badge{background:#e3f3e6}\n"
+    ".skipped .badge{background:#fbf1d6}\n"
+    ".failed .badge{background:#f8dcdc}\n"
+    ".proc{font-weight:normal;color:#333}\n"
+    ".error{color:#8b0000;margin:.3em 0;overflow-wrap:anywhere}\n"
+    "table{border-collapse:collapse;width:100%;font-size:.92em}\n"
+    "th{text-align:left;vertical-align:top;width:9em;padding:.15em .6em .15em 0;color:#444;font-weight:600}\n"
+    "td{padding:.15em 0;overflow-wrap:anywhere}\n"
+    "td ul{margin:0;padding-left:1.2em}\n"
+    "code{font-family:monospace;font-size:.95em}\n"
+    ".src{color:#555}\n"
+    ".plot{margin-top:.5em}\n"
+    ".plot svg{max-width:100%;height:auto}\n"
+    ".noplot{color:#555;font-style:italic}\n"
+    ".left-out{color:#8b4500}\n"
+    "a{color:#0645ad}\n"
+    "@media print{body{margin:0;max-width:none}.card{break-inside:avoid;page-break-inside:avoid}a{color:#000}}\n";
