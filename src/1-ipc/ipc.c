@@ -247,34 +247,6 @@ int ipc_connect(const struct ipc_endpoint *ep)
 	return connect_until(ep, deadline_after(IPC_CONNECT_TIMEOUT_MS), NULL);
 }
 
-static int transact_until(const struct ipc_endpoint *ep, const struct strbuf *req, int64_t deadline,
-                          struct ipc_reply *reply, int *ret_fd, struct ucred *seen)
-{
-	int fd, r;
-
-	if (ret_fd)
-		*ret_fd = -1;
-	if (!req || !req->p || req->len < IPC_HEADER_SIZE || !reply)
-		return -EINVAL;
-	fd = connect_until(ep, deadline, seen);
-	if (fd < 0)
-		return fd;
-	r = write_all(fd, req->p, req->len, deadline);
-	if (r == 0)
-		r = read_reply_until(fd, deadline, reply);
-	if (r < 0 || !ret_fd)
-		close(fd);
-	else
-		*ret_fd = fd;
-	return r;
-}
-
-int ipc_transact(const struct ipc_endpoint *ep, const struct strbuf *req, int timeout_ms, struct ipc_reply *reply,
-                 int *ret_fd)
-{
-	return transact_until(ep, req, deadline_after(timeout_ms), reply, ret_fd, NULL);
-}
-
 /* A sentence for a transport failure talking to ep; seen holds the
  * listener's credentials when the peer check refused it. */
 static void describe_transport(char *err, size_t errlen, const char *what, const struct ipc_endpoint *ep, int r,

@@ -106,14 +106,6 @@ void ipc_op_clear(struct ipc_op *op);
  * -ECONNREFUSED stale). */
 int ipc_connect(const struct ipc_endpoint *ep);
 
-/* Sends req on a new connection and reads one reply. On success returns 0 and,
- * when ret_fd is not NULL, leaves the connection open in *ret_fd (for the trace
- * stream that follows CollectTracing); otherwise closes it. A reply with an
- * error HRESULT is still 0: look at reply->id. -errno on transport failure,
- * -ETIMEDOUT, -EBADMSG for a malformed reply. */
-int ipc_transact(const struct ipc_endpoint *ep, const struct strbuf *req, int timeout_ms, struct ipc_reply *reply,
-                 int *ret_fd);
-
 /* ProcessInfo, newest version first, falling back on UnknownCommand.
  * 0, or a negative errno with a sentence in err. */
 int ipc_process_info(const struct ipc_endpoint *ep, int timeout_ms, struct ipc_process_info *out, char *err,
