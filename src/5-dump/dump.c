@@ -43,11 +43,11 @@ struct dump_job {
 	char dir[PATH_MAX];
 	char tmpdir[PATH_MAX];       /* the target's TMPDIR, as it sees it */
 	char createdump[PATH_MAX];   /* exec path: what runs */
-	char name[NAME_MAX + 1];     /* final name in the store */
+	char name[NAME_MAX + 1];     /* final name in the store, as the caller decided it */
 	char tmp_name[NAME_MAX + 1]; /* ".NAME.partial", in the staging directory or the store */
 	char tmp_path[PATH_MAX];     /* where createdump writes, as a path (runtime path) */
 	char final_path[PATH_MAX];
-	int store_fd;            /* the store directory, opened once and checked */
+	int store_fd;            /* the store directory, the caller's (req.store_fd), not closed here */
 	struct dump_stage stage; /* where the target's user writes it, or none: the store */
 	int via_exec;
 	int copying;       /* the staged file is being copied into the store (child) */
@@ -225,8 +225,6 @@ static void job_close(struct dump_job *job)
 	if (job->timerfd >= 0)
 		close(job->timerfd);
 	stage_close(&job->stage);
-	if (job->store_fd >= 0)
-		close(job->store_fd);
 	if (job->out_fd >= 0)
 		close(job->out_fd);
 	free(job);
@@ -278,8 +276,11 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	struct dump_job *job;
 	int r;
 
-	if (req->dir[0] != '/') {
-		snprintf(err, errlen, "dump directory %s must be an absolute path", req->dir);
+	if (req->dir[0] != '/' || req->store_fd < 0 || !dump_file_name_ok(req->name)) {
+		snprintf(err, errlen,
+		         "cannot dump to %s/%s: a dump needs an absolute directory, its store opened and a "
+		         "plain file name",
+		         req->dir, req->name ? req->name : "");
 		return -EINVAL;
 	}
 	job = calloc(1, sizeof(*job));
@@ -296,12 +297,10 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	job->req.socket_path = job->socket_path;
 	job->req.dir = job->dir;
 	job->req.tmpdir = job->tmpdir;
-	job->req.process_name = NULL;
-	job->req.rule_name = NULL;
-	job->req.name_template = NULL;
 	job->req.limits = NULL;
-	dump_file_name_ids(req->name_template, req->process_name, req->pid, req->rule_name, req->container, req->pod,
-	                   req->unix_ns, job->name, sizeof(job->name));
+	snprintf(job->name, sizeof(job->name), "%s", req->name);
+	job->req.name = job->name;
+	job->store_fd = req->store_fd;
 	snprintf(job->final_path, sizeof(job->final_path), "%s/%s", req->dir, job->name);
 	snprintf(job->tmp_name, sizeof(job->tmp_name), ".%.*s.partial", NAME_MAX - 10, job->name);
 	snprintf(job->tmp_path, sizeof(job->tmp_path), "%s/%s", req->dir, job->tmp_name);
@@ -310,12 +309,6 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	/* The runtime's own dump command unless exec was asked for: then no
 	 * file of the target's is executed by us. */
 	enum dump_via via = req->via == DUMP_VIA_EXEC ? DUMP_VIA_EXEC : DUMP_VIA_RUNTIME;
-	r = dump_open_store(req->dir, err, errlen);
-	if (r < 0) {
-		free(job);
-		return r;
-	}
-	job->store_fd = r;
 	r = admit(job, req, err, errlen);
 	if (r < 0)
 		goto fail;

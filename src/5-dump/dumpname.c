@@ -2,6 +2,7 @@
  * {container} {pod}) expanded with every part restricted to [A-Za-z0-9._-],
  * so that no process, rule or container can name another directory or a
  * hidden file; see dump.h. Pure. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -85,4 +86,11 @@ void dump_file_name_ids(const char *tmpl, const char *process_name, pid_t pid, c
 	out[j] = '\0';
 	if (out[0] == '.' || out[0] == '\0')
 		out[0] = '_';
+}
+
+int dump_file_name_ok(const char *name)
+{
+	size_t n = name ? strnlen(name, NAME_MAX + 1) : 0;
+
+	return n > 0 && n <= NAME_MAX && name[0] != '.' && !memchr(name, '/', n);
 }

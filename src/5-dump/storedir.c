@@ -14,6 +14,7 @@
 
 #include "dump_internal.h"
 #include "dumpwatch/dump.h"
+#include "dumpwatch/trust.h"
 
 /* Reads the supplementary groups of pid from /proc/pid/status. */
 static int in_groups(pid_t pid, gid_t gid)
@@ -99,18 +100,16 @@ static int is_sudo_user(uid_t uid)
 
 /* Every directory above the store must be one that only root (or we) can
  * change, or sticky: otherwise its owner could move the store away and put
- * another directory, or a link, in its place between two dumps. */
-static int ancestors_safe(const char *dir, char *err, size_t errlen)
+ * another directory, or a link, in its place between two dumps. norm is dir
+ * normalized (trust_path_normalize); dir was opened without following a
+ * link, so norm is its real path and needs no resolving again. */
+static int ancestors_safe(const char *dir, const char *norm, char *err, size_t errlen)
 {
 	char buf[PATH_MAX];
 	struct stat st;
 	uid_t me = geteuid();
 
-	if (!realpath(dir, buf)) {
-		int e = errno;
-		snprintf(err, errlen, "dump directory %s: %s", dir, strerror(e));
-		return -e;
-	}
+	snprintf(buf, sizeof(buf), "%s", norm);
 	for (char *slash = strrchr(buf, '/'); slash; slash = strrchr(buf, '/')) {
 		if (slash == buf)
 			slash[1] = '\0';
@@ -177,6 +176,24 @@ int dump_open_store(const char *dir, char *err, size_t errlen)
 {
 	struct stat st;
 	uid_t me = geteuid();
+	char norm[PATH_MAX];
+	int r = trust_path_normalize(dir, norm, sizeof(norm));
+
+	if (r == -EINVAL && dir[0] != '/') {
+		snprintf(err, errlen, "dump directory %s must be an absolute path", dir);
+		return r;
+	}
+	if (r == -EINVAL) {
+		snprintf(
+		    err, errlen,
+		    "dump directory %s has a \"..\" component; dumps go only to a directory named by its real path",
+		    dir);
+		return r;
+	}
+	if (r < 0) {
+		snprintf(err, errlen, "dump directory %s: %s", dir, strerror(-r));
+		return r;
+	}
 	/* Without following links: a rule's dump.dir is checked to lie in a
 	 * directory the operator allowed, and a link placed below it by whoever
 	 * may write there must not lead the dump elsewhere. */
@@ -215,7 +232,7 @@ int dump_open_store(const char *dir, char *err, size_t errlen)
 		close(fd);
 		return -EPERM;
 	}
-	int r = ancestors_safe(dir, err, errlen);
+	r = ancestors_safe(dir, norm, err, errlen);
 	if (r < 0) {
 		close(fd);
 		return r;

@@ -27,10 +27,30 @@ static void on_dump_deleted(void *ctx, const char *path, uint64_t bytes, int con
 	         (int)t->dt.pid);
 }
 
-/* Writes the context files of the fire in t->fx beside its dump (res: the
- * dump published, NULL when none was) and names them in rec, or says there
- * why they are missing. Their paths also go to ret_json and ret_plot
- * (PATH_MAX each; "" when not written) unless NULL. */
+/* Opens the store of the fire in t->fx (its dump_dir), once for the dump
+ * and its context files: t->fx_store, or -errno with the sentence in err
+ * and t->fx_store_err. */
+static int store_open(struct target *t, char *err, size_t errlen)
+{
+	int fd = dump_open_store(t->fx.dump_dir, err, errlen);
+
+	t->fx_store = fd;
+	snprintf(t->fx_store_err, sizeof(t->fx_store_err), "%s", fd < 0 ? err : "");
+	return fd < 0 ? fd : 0;
+}
+
+/* The fire's dump and context files are written: the store is closed. */
+static void store_close(struct target *t)
+{
+	if (t->fx_store >= 0)
+		close(t->fx_store);
+	t->fx_store = -1;
+}
+
+/* Writes the context files of the fire in t->fx beside its dump, in the
+ * store the fire opened (res: the dump published, NULL when none was), and
+ * names them in rec, or says there why they are missing. Their paths also go
+ * to ret_json and ret_plot (PATH_MAX each; "" when not written) unless NULL. */
 static void context_publish(struct target *t, enum dumpctx_outcome outcome, const char *err,
                             const struct dump_result *res, struct json_object *rec, char *ret_json, char *ret_plot)
 {
@@ -56,7 +76,11 @@ static void context_publish(struct target *t, enum dumpctx_outcome outcome, cons
 	in->runtime_version = t->info.runtime_version;
 	in->user = getpwuid_r(t->dt.uid, &pw, pwbuf, sizeof(pwbuf), &pwp) == 0 && pwp ? pw.pw_name : NULL;
 	int64_t t0 = loop_now();
-	int r = ctxtrack_publish(t->ct, in, &t->cfg->opt->store, jp, sp, why, sizeof(why));
+	int r = -EBADF;
+	if (t->fx_store >= 0)
+		r = ctxtrack_publish(t->ct, in, t->fx_store, &t->cfg->opt->store, jp, sp, why, sizeof(why));
+	else
+		snprintf(why, sizeof(why), "%s", t->fx_store_err); /* as the dump was told */
 	if (r == 0) {
 		json_object_object_add(rec, "context", json_object_new_string(jp));
 		json_object_object_add(rec, "plot", json_object_new_string(sp));
@@ -71,7 +95,9 @@ static void context_publish(struct target *t, enum dumpctx_outcome outcome, cons
 }
 
 /* Notes what the context of this fire needs from its moment: the values the
- * conditions read, the times, the process. */
+ * conditions read, the times, the process. Here, once, the dump's directory
+ * and file name are decided: the dump and its context files both take them
+ * from t->fx. */
 static void context_fire(struct target *t, const struct target_rule *tr, int64_t now, int64_t unix_ns)
 {
 	struct dumpctx_input *in = &t->fx;
@@ -211,27 +237,27 @@ int target_fire(struct target *t, size_t i, int64_t now)
 	    .tmpdir = t->dt.tmpdir,
 	    .runtime_version = t->info.runtime_version,
 	    .createdump = t->cfg->opt->createdump,
-	    .dir = dump_dir_of(t, tr),
-	    .process_name = t->name,
-	    .rule_name = r->name,
-	    .container = t->ident.container,
-	    .pod = t->ident.pod,
+	    .dir = t->fx.dump_dir,
+	    .name = t->fx.dump_name,
 	    .type = r->dump_type,
 	    .via = t->cfg->opt->via,
-	    .unix_ns = unix_ns,
-	    .name_template = tr->fr.name_template,
 	    .limits = &t->cfg->opt->store,
 	    .timeout_ns = t->cfg->opt->dump_timeout_ns,
 	    .deleted = on_dump_deleted,
 	    .ctx = t,
 	};
 	t->fx.dump_start_unix_ns = loop_wall_now();
-	int rc = dump_start(&req, &t->job, err, sizeof(err));
+	int rc = store_open(t, err, sizeof(err));
+	if (rc == 0) {
+		req.store_fd = t->fx_store;
+		rc = dump_start(&req, &t->job, err, sizeof(err));
+	}
 	if (rc < 0) {
 		struct json_object *frec = rec_rule(t, r->name);
 		t->job = NULL;
 		t->fx.dump_start_unix_ns = 0;
 		context_publish(t, rc == -ENOSPC ? DUMPCTX_SKIPPED : DUMPCTX_FAILED, err, NULL, frec, NULL, NULL);
+		store_close(t);
 		if (rc == -ENOSPC) {
 			journal_err(t, "dump-skipped", frec, err);
 			log_warn("dump of pid %d (%s) for rule %s %s", (int)t->dt.pid, t->name, r->name, err);
@@ -242,8 +268,6 @@ int target_fire(struct target *t, size_t i, int64_t now)
 		return rc;
 	}
 	t->job_rule = i;
-	const char *slash = strrchr(dump_job_path(t->job), '/');
-	snprintf(t->fx_name, sizeof(t->fx_name), "%s", slash ? slash + 1 : dump_job_path(t->job));
 	log_info("dumping pid %d to %s", (int)t->dt.pid, dump_job_path(t->job));
 	return 0;
 }
@@ -262,6 +286,7 @@ int target_fire_finish(struct target *t)
 	if (rc < 0) {
 		struct json_object *rec = rec_rule(t, tr->fr.rule.name);
 		context_publish(t, DUMPCTX_FAILED, err, NULL, rec, NULL, NULL);
+		store_close(t);
 		journal_err(t, "dump-failed", rec, err);
 		log_error("dump of pid %d (%s) for rule %s failed: %s", (int)t->dt.pid, t->name, tr->fr.rule.name, err);
 	} else {
@@ -270,6 +295,7 @@ int target_fire_finish(struct target *t)
 		report_dump(rec, &res, tr->fr.rule.dump_type);
 		char context[PATH_MAX], plot[PATH_MAX];
 		context_publish(t, DUMPCTX_DUMP, NULL, &res, rec, context, plot);
+		store_close(t);
 		journal_write(t->cfg->journal, "dump", rec);
 		log_info("dump written: %s (%.1f MB in %.1f s, via %s)", res.path, (double)res.bytes / 1e6,
 		         res.duration_ms / 1e3, res.via);
@@ -285,6 +311,7 @@ void target_fire_abandon(struct target *t, const char *why)
 
 	context_publish(t, DUMPCTX_FAILED, why, NULL, rec, NULL, NULL);
 	journal_err(t, "dump-failed", rec, why);
-	dump_job_abort(t->job);
+	dump_job_abort(t->job); /* before the store it removes the partial file from closes */
 	t->job = NULL;
+	store_close(t);
 }

@@ -911,7 +911,7 @@ struct target *target_new(const struct target_config *cfg, const struct target_h
 	t->hooks = hooks;
 	t->ctx = ctx;
 	t->dt = *dt;
-	t->op_reg.fd = t->stop_reg.fd = t->stop_stream = t->pidfd = -1;
+	t->op_reg.fd = t->stop_reg.fd = t->stop_stream = t->pidfd = t->fx_store = -1;
 	loop_timer_init(&t->timer, on_timer, t);
 	discovery_process_name(&t->dt, "", t->name, sizeof(t->name));
 	{

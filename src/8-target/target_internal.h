@@ -80,10 +80,15 @@ struct target {
 	uint32_t dumps;
 
 	/* The history and GC records behind a dump's context, and the fire
-	 * of the dump in flight (its dump_name points into fx_name). */
+	 * of the dump in flight: its directory and file name, decided once
+	 * (fx.dump_dir; fx.dump_name points into fx_name), and the store they
+	 * name, opened once for the dump and its context files (-1: closed, or
+	 * not opened, fx_store_err saying why). */
 	struct ctxtrack *ct;
 	struct dumpctx_input fx;
 	char fx_name[NAME_MAX + 1];
+	int fx_store;
+	char fx_store_err[512];
 	char fire_desc[512]; /* the values of the last fire's conditions, for its hooks */
 
 	/* /proc polling, for rules on rss, private-memory, swap, threads, fds. */
