@@ -10,7 +10,6 @@
 
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/defaults.h"
-#include "dumpwatch/dump.h"
 #include "dumpwatch/gcrec.h"
 #include "dumpwatch/jsonl.h"
 #include "dumpwatch/plot.h"
@@ -186,8 +185,8 @@ static int render_svg(struct json_object *ctx, char **ret, size_t *ret_len, char
 	return r;
 }
 
-int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, const struct store_limits *limits, char *json_path,
-                     char *svg_path, char *err, size_t errlen)
+int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, int dirfd, const struct store_limits *limits,
+                     char *json_path, char *svg_path, char *err, size_t errlen)
 {
 	struct gc_record gcs[DUMPCTX_GCS];
 	char *json = NULL, *svg = NULL;
@@ -210,15 +209,8 @@ int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, const struct
 	else
 		r = render_svg(ctx, &svg, &slen, err, errlen);
 	json_object_put(ctx);
-	if (r == 0) {
-		int dfd = dump_open_store(in->dump_dir, err, errlen);
-		if (dfd < 0) {
-			r = dfd;
-		} else {
-			r = store_put_context(dfd, in->dump_name, limits, json, jlen, svg, slen, err, errlen);
-			close(dfd);
-		}
-	}
+	if (r == 0)
+		r = store_put_context(dirfd, in->dump_name, limits, json, jlen, svg, slen, err, errlen);
 	if (r == 0) {
 		char jn[NAME_MAX + 8], sn[NAME_MAX + 8];
 		store_context_names(in->dump_name, jn, sizeof(jn), sn, sizeof(sn));

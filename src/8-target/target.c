@@ -13,120 +13,35 @@
  * the exit grace, the retry, the next evaluation (a sustain or cooldown
  * ending, or the 250 ms tick while attached), the next poll of /proc.
  *
- * Metrics from /proc (rss, private-memory, ...) are polled while attached,
- * every target_config.proc_interval_ns, from files opened once; each poll
- * is evaluated at once, so such a rule fires while the stream is quiet or
- * late.
+ * Metrics from /proc (rss, private-memory, ...) are polled while attached
+ * (procpoll.c); each poll is evaluated at once, so such a rule fires while
+ * the stream is quiet or late.
  *
  * Evaluation happens after every decoded event that can move a metric, not
  * once per read, so a spike that rises and falls within one burst of the
- * stream (the runtime flushes every 100 ms) is still seen at its top. */
+ * stream (the runtime flushes every 100 ms) is still seen at its top. What
+ * a fire does (journal, hooks, context, the dump and its publication) is
+ * fire.c's, what the rules' conditions learn of the process conditions.c's;
+ * this file watches the dump job on the loop and reports its end. */
 #include "dumpwatch/target.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <json-c/json.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "dumpwatch/cgroup.h"
 #include "dumpwatch/ctxtrack.h"
-#include "dumpwatch/defaults.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/procstat.h"
 #include "dumpwatch/report.h"
-#include "dumpwatch/units.h"
+#include "target_internal.h"
 
 #define TARGET_SESSION_BUFFER_MB 16
-#define TARGET_SKIP_MAX 4
-
-/* An op's descriptor as registered on the loop. */
-struct op_reg {
-	int fd; /* -1: none */
-	uint32_t ev;
-	unsigned attempt;
-};
-
-struct target {
-	const struct target_config *cfg;
-	const struct target_hooks *hooks;
-	void *ctx;
-	struct dn_target dt;
-	enum target_state state;
-	char name[256];
-	char cmdline[4096];
-	struct cgroup_ident ident; /* its container and pod, read once when found */
-	struct ipc_process_info info;
-	int have_info;
-	char error[512];
-
-	struct target_rule *rules;
-	size_t n_rules;
-	struct session_subscription sub; /* of the attached session */
-
-	/* The request in flight (ProcessInfo or CollectTracing). */
-	struct ipc_op *op;
-	struct op_reg op_reg;
-	int resubscribe; /* the attach in flight replaces a session */
-	struct session *session;
-	int stream_on_loop;
-	int64_t attached_ns;
-	int attach_open; /* an attach record without its detach */
-	char end_err[512];
-	int64_t grace_ns;
-
-	int pidfd;
-	int exited;
-
-	/* Retry after a failure. */
-	int64_t retry_ns; /* 0: none */
-	int64_t backoff_ns;
-	struct dn_sock_id skip[TARGET_SKIP_MAX];
-	size_t n_skip;
-
-	/* The stop of a session being replaced or detached. */
-	struct ipc_op *stop_op;
-	struct op_reg stop_reg;
-	int stop_stream;
-	int64_t stop_deadline;
-
-	/* A dump that could not start, reported from the timer (never from
-	 * inside the stream's read). */
-	int deferred_end;
-	size_t deferred_rule;
-	int deferred_rc;
-
-	/* The dump in flight. */
-	struct dump_job *job;
-	size_t job_rule;
-	uint32_t dumps;
-
-	/* The history and GC records behind a dump's context, and the fire
-	 * of the dump in flight (its dump_name points into fx_name). */
-	struct ctxtrack *ct;
-	struct dumpctx_input fx;
-	char fx_name[NAME_MAX + 1];
-	char fire_desc[512]; /* the values of the last fire's conditions, for its hooks */
-
-	/* /proc polling, for rules on rss, private-memory, swap, threads, fds. */
-	unsigned proc_needs; /* NEED_PROC, NEED_PROC_FDS of the rules */
-	struct procstat *ps;
-	int64_t proc_next_ns; /* 0: no poll due */
-	int proc_warned;      /* a failure to open said once per attachment */
-	unsigned meter_said;  /* System.Diagnostics.Metrics errors said, by kind, this attachment */
-	int64_t tick_ns;      /* the next 250 ms tick while attached */
-
-	int in_event;
-	int all_known; /* every metric of the rules known in this attachment */
-	struct report_verbose verbose;
-	struct loop_timer timer;
-};
 
 static void arm(struct target *t);
 static void collect(struct target *t);
@@ -144,31 +59,6 @@ static int request_ms(const struct target *t)
 }
 
 /* ---- journal ---------------------------------------------------------- */
-
-static struct json_object *rec_new(const struct target *t)
-{
-	struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "pid", json_object_new_int(t->dt.pid));
-	json_object_object_add(o, "process", json_object_new_string(t->name));
-	if (t->ident.container[0])
-		json_object_object_add(o, "container", json_object_new_string(t->ident.container));
-	if (t->ident.pod[0])
-		json_object_object_add(o, "pod", json_object_new_string(t->ident.pod));
-	return o;
-}
-
-static struct json_object *rec_rule(const struct target *t, const char *rule)
-{
-	struct json_object *o = rec_new(t);
-	json_object_object_add(o, "rule", json_object_new_string(rule));
-	return o;
-}
-
-static void journal_err(const struct target *t, const char *event, struct json_object *rec, const char *err)
-{
-	json_object_object_add(rec, "error", json_object_new_string(err));
-	journal_write(t->cfg->journal, event, rec);
-}
 
 static struct json_object *rule_names_json(const struct target *t)
 {
@@ -200,11 +90,6 @@ static void journal_detach(struct target *t, const char *why)
 	json_object_object_add(rec, "dumps", json_object_new_int((int)t->dumps));
 	journal_write(t->cfg->journal, "detach", rec);
 	log_info("detached from pid %d (%s): %s", (int)t->dt.pid, t->name, why);
-}
-
-static const char *dump_dir_of(const struct target *t, const struct target_rule *tr)
-{
-	return tr->fr.dump_dir[0] ? tr->fr.dump_dir : t->cfg->opt->dump_dir;
 }
 
 /* ---- descriptors on the loop ------------------------------------------ */
@@ -447,135 +332,6 @@ static void attach_failed(struct target *t, int r, const char *err)
 		t->hooks->attach_failed(t->ctx, t, r, err);
 }
 
-/* Marks the conditions whose metric is known at now and has not been said so;
- * adds each such metric once to known (name -> value and basis) and each
- * metric still unknown once to unknown (name -> true). Returns how many
- * conditions are still unknown. */
-static int scan_known(struct target *t, int64_t now, struct json_object *known, struct json_object *unknown, char *line,
-                      size_t linelen)
-{
-	const struct metrics *m = t->session ? session_metrics(t->session) : NULL;
-	int left = 0;
-	size_t off = 0;
-
-	if (linelen)
-		line[0] = '\0';
-	for (size_t i = 0; i < t->n_rules; i++) {
-		struct target_rule *tr = &t->rules[i];
-		for (uint32_t c = 0; c < tr->fr.rule.n_conds && c < RULE_MAX_CONDS; c++) {
-			const struct metric_ref *ref = &tr->fr.rule.conds[c].metric;
-			const char *basis = m ? metrics_basis(m, ref, now) : NULL;
-			double v;
-			int64_t sample;
-			if (tr->known[c])
-				continue;
-			if (!basis || !metrics_read(m, ref, now, &v, &sample)) {
-				left++;
-				if (!json_object_object_get_ex(unknown, ref->name, NULL))
-					json_object_object_add(unknown, ref->name, json_object_new_boolean(1));
-				continue;
-			}
-			tr->known[c] = 1;
-			if (json_object_object_get_ex(known, ref->name, NULL))
-				continue;
-			struct json_object *one = json_object_new_object();
-			json_object_object_add(one, "value", report_num(v, -1));
-			json_object_object_add(one, "basis", json_object_new_string(basis));
-			json_object_object_add(known, ref->name, one);
-			if (off < linelen) {
-				char vb[32];
-				int n = snprintf(line + off, linelen - off, "%s%s=%s (%s)", off ? " " : "", ref->name,
-				                 units_format(v, ref->unit, vb, sizeof(vb)), basis);
-				if (n > 0)
-					off += (size_t)n;
-			}
-		}
-	}
-	return left;
-}
-
-static struct json_object *names_of(struct json_object *set)
-{
-	struct json_object *a = json_object_new_array();
-	json_object_object_foreach(set, k, v)
-	{
-		(void)v;
-		json_object_array_add(a, json_object_new_string(k));
-	}
-	return a;
-}
-
-/* Whether a condition's metric became known since it was last looked at:
- * checked before anything is built, as a metric that never becomes known (a
- * counter its process does not publish) is looked at after every event. */
-static int any_newly_known(const struct target *t, int64_t now)
-{
-	const struct metrics *m = session_metrics(t->session);
-	double v;
-	int64_t sample;
-
-	for (size_t i = 0; i < t->n_rules; i++)
-		for (uint32_t c = 0; c < t->rules[i].fr.rule.n_conds && c < RULE_MAX_CONDS; c++)
-			if (!t->rules[i].known[c] &&
-			    metrics_read(m, &t->rules[i].fr.rule.conds[c].metric, now, &v, &sample))
-				return 1;
-	return 0;
-}
-
-/* Journals the metrics of the rules that became known since the last call
- * ("metrics-known": each with its value and how it is known), until all are. */
-static void note_known(struct target *t, int64_t now)
-{
-	struct json_object *known, *unknown;
-	char line[512];
-	int left;
-
-	if (t->all_known || !t->session || !any_newly_known(t, now))
-		return;
-	known = json_object_new_object();
-	unknown = json_object_new_object();
-	left = scan_known(t, now, known, unknown, line, sizeof(line));
-	if (json_object_object_length(known) > 0) {
-		struct json_object *rec = rec_new(t);
-		double after = (double)(now - t->attached_ns) / 1e6;
-		json_object_object_add(rec, "metrics", json_object_get(known));
-		json_object_object_add(rec, "unknown", names_of(unknown));
-		json_object_object_add(rec, "after_attach_ms", report_num(after, 3));
-		journal_write(t->cfg->journal, "metrics-known", rec);
-		log_info("pid %d (%s): known %.0f ms after the attach: %s%s", (int)t->dt.pid, t->name, after, line,
-		         left ? "; others still unknown" : "");
-	}
-	json_object_put(known);
-	json_object_put(unknown);
-	t->all_known = left == 0;
-}
-
-/* Has the session's metrics count the exceptions of every exception
- * condition of the rules, and of no other (the rules changed): a condition
- * that stays keeps its count. */
-static void watch_exceptions(struct target *t)
-{
-	const struct metric_ref *keep[METRICS_EXC_FILTERS_MAX];
-	size_t n = 0;
-
-	if (!t->session)
-		return;
-	for (size_t i = 0; i < t->n_rules; i++)
-		for (uint32_t c = 0; c < t->rules[i].fr.rule.n_conds && c < RULE_MAX_CONDS; c++)
-			if (t->rules[i].fr.rule.conds[c].metric.id == M_EXCEPTIONS && n < METRICS_EXC_FILTERS_MAX)
-				keep[n++] = &t->rules[i].fr.rule.conds[c].metric;
-	metrics_unwatch_exceptions(session_metrics(t->session), keep, n);
-	for (size_t i = 0; i < t->n_rules; i++)
-		for (uint32_t c = 0; c < t->rules[i].fr.rule.n_conds && c < RULE_MAX_CONDS; c++) {
-			const struct metric_ref *ref = &t->rules[i].fr.rule.conds[c].metric;
-			if (ref->id == M_EXCEPTIONS && metrics_watch_exceptions(session_metrics(t->session), ref) < 0)
-				log_warn("pid %d (%s): rule %s: \"%s\" is not counted: one process counts at most %d "
-				         "different exception conditions",
-				         (int)t->dt.pid, t->name, t->rules[i].fr.rule.name, ref->name,
-				         METRICS_EXC_FILTERS_MAX);
-		}
-}
-
 static void attached(struct target *t)
 {
 	int fd = ipc_op_take_stream(t->op);
@@ -600,7 +356,7 @@ static void attached(struct target *t)
 	}
 	session_set_stream(t->session, fd, id, &t->info);
 	metrics_set_meter_interval(session_metrics(t->session), session_meter_interval_ns(&t->sub));
-	watch_exceptions(t);
+	target_watch_exceptions(t);
 	if (loop_add(t->cfg->loop, fd, EPOLLIN, on_stream, t) < 0) {
 		session_free(t->session);
 		t->session = NULL;
@@ -643,9 +399,9 @@ static void attached(struct target *t)
 		memset(t->rules[i].known, 0, sizeof(t->rules[i].known));
 		memset(t->rules[i].meter_warned, 0, sizeof(t->rules[i].meter_warned));
 	}
-	t->all_known = scan_known(t, t->attached_ns, known, unknown, NULL, 0) == 0;
-	json_object_object_add(rec, "known", names_of(known));
-	json_object_object_add(rec, "unknown", names_of(unknown));
+	t->all_known = target_scan_known(t, t->attached_ns, known, unknown, NULL, 0) == 0;
+	json_object_object_add(rec, "known", target_names_of(known));
+	json_object_object_add(rec, "unknown", target_names_of(unknown));
 	json_object_put(known);
 	json_object_put(unknown);
 	json_object_object_add(rec, "runtime_version", json_object_new_string(t->info.runtime_version));
@@ -914,244 +670,23 @@ static void on_pidfd(struct loop *l, int fd, uint32_t events, void *ctx)
 	gone(t);
 }
 
-/* ---- evaluation, fire, dump ------------------------------------------- */
+/* ---- evaluation ------------------------------------------------------ */
 
-static void on_dump_deleted(void *ctx, const char *path, uint64_t bytes, int context_only)
-{
-	struct target *t = ctx;
-	struct json_object *rec = rec_new(t);
-
-	json_object_object_add(rec, "deleted", json_object_new_string(path));
-	json_object_object_add(rec, "bytes", json_object_new_int64((int64_t)bytes));
-	journal_write(t->cfg->journal, context_only ? "context-deleted" : "dump-deleted", rec);
-	log_info("deleted %s%s (%.1f MB) to make room for a dump of pid %d", path,
-	         context_only ? ", the context of a dump not taken," : " and its context files", (double)bytes / 1e6,
-	         (int)t->dt.pid);
-}
-
-/* Writes the context files of the fire in t->fx beside its dump (res: the
- * dump published, NULL when none was) and names them in rec, or says there
- * why they are missing. Their paths also go to ret_json and ret_plot
- * (PATH_MAX each; "" when not written) unless NULL. */
-static void context_publish(struct target *t, enum dumpctx_outcome outcome, const char *err,
-                            const struct dump_result *res, struct json_object *rec, char *ret_json, char *ret_plot)
-{
-	struct dumpctx_input *in = &t->fx;
-	char jbuf[PATH_MAX], sbuf[PATH_MAX], why[768];
-	char *jp = ret_json ? ret_json : jbuf, *sp = ret_plot ? ret_plot : sbuf;
-	struct passwd pw, *pwp = NULL;
-	char pwbuf[4096];
-
-	jp[0] = sp[0] = '\0';
-	if (!t->ct || !in->rule)
-		return;
-	in->outcome = outcome;
-	in->error = err;
-	if (in->dump_start_unix_ns)
-		in->dump_end_unix_ns = loop_wall_now();
-	if (res) {
-		in->dump_bytes = (int64_t)res->bytes;
-		in->dump_duration_ms = res->duration_ms;
-		in->via = res->via;
-	}
-	in->cmdline = t->cmdline;
-	in->runtime_version = t->info.runtime_version;
-	in->user = getpwuid_r(t->dt.uid, &pw, pwbuf, sizeof(pwbuf), &pwp) == 0 && pwp ? pw.pw_name : NULL;
-	int64_t t0 = loop_now();
-	int r = ctxtrack_publish(t->ct, in, &t->cfg->opt->store, jp, sp, why, sizeof(why));
-	if (r == 0) {
-		json_object_object_add(rec, "context", json_object_new_string(jp));
-		json_object_object_add(rec, "plot", json_object_new_string(sp));
-		json_object_object_add(rec, "context_ms", report_num((double)(loop_now() - t0) / 1e6, 3));
-	} else {
-		jp[0] = sp[0] = '\0';
-		json_object_object_add(rec, "context_error", json_object_new_string(why));
-		log_warn("the context of the dump of pid %d (%s) for rule %s is missing: %s", (int)t->dt.pid, t->name,
-		         in->rule->rule.name, why);
-	}
-	in->rule = NULL;
-}
-
-/* Notes what the context of this fire needs from its moment: the values the
- * conditions read, the times, the process. */
-static void context_fire(struct target *t, const struct target_rule *tr, int64_t now, int64_t unix_ns)
-{
-	struct dumpctx_input *in = &t->fx;
-	struct metrics_at at = {.m = session_metrics(t->session), .now_ns = now};
-
-	/* The history holds the moment of the fire. */
-	if (t->ct)
-		ctxtrack_tick(t->ct, at.m, now);
-	memset(in, 0, sizeof(*in));
-	in->rule = &tr->fr;
-	in->rule_file = tr->file[0] ? tr->file : NULL;
-	for (uint32_t c = 0; c < tr->fr.rule.n_conds && c < RULE_MAX_CONDS; c++) {
-		int64_t when;
-		in->read[c] = metrics_read_eval(&at, &tr->fr.rule.conds[c].metric, &in->value[c], &when);
-	}
-	struct metrics_exception x;
-	if (report_fire_exception(&tr->fr.rule, at.m, &x, &in->exc_cond)) {
-		in->exc_set = 1;
-		snprintf(in->exc_type, sizeof(in->exc_type), "%s", x.type);
-		snprintf(in->exc_message, sizeof(in->exc_message), "%s", x.message);
-		in->exc_hresult = x.hresult;
-		in->exc_ns = x.t_ns;
-	}
-	in->fire_ns = now;
-	in->fire_unix_ns = unix_ns;
-	in->dump_dir = dump_dir_of(t, tr);
-	dump_file_name_ids(tr->fr.name_template, t->name, t->dt.pid, tr->fr.rule.name, t->ident.container, t->ident.pod,
-	                   unix_ns, t->fx_name, sizeof(t->fx_name));
-	in->dump_name = t->fx_name;
-	in->dump_bytes = -1;
-	in->dump_duration_ms = -1;
-	in->pid = t->dt.pid;
-	in->process_name = t->name;
-	in->uid = t->dt.uid;
-}
-
-/* Runs the rule's on-fire or on-dump hook (the daemon's when the rule has
- * none), if any. dump and context name the files published (on-dump). */
-static void run_hook(struct target *t, const struct target_rule *tr, int on_dump, const char *dump, const char *context,
-                     uint64_t bytes)
-{
-	const struct hook_cmd *cmd = on_dump ? &tr->fr.on_dump : &tr->fr.on_fire;
-	char err[512];
-
-	if (!t->cfg->hooks)
-		return;
-	if (cmd->argc == 0)
-		cmd = on_dump ? &t->cfg->opt->on_dump : &t->cfg->opt->on_fire;
-	if (cmd->argc == 0)
-		return;
-	struct hook_env e = {
-	    .event = on_dump ? "on-dump" : "on-fire",
-	    .pid = t->dt.pid,
-	    .owner = t->dt.uid,
-	    .process = t->name,
-	    .rule = tr->fr.rule.name,
-	    .values = t->fire_desc,
-	    .dump = dump,
-	    .context = context,
-	    .dump_bytes = bytes,
-	    .container = t->ident.container[0] ? t->ident.container : NULL,
-	    .pod = t->ident.pod[0] ? t->ident.pod : NULL,
-	    .dump_fd = dump ? open(dump, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1,
-	    .ctx_fd = context ? open(context, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) : -1,
-	};
-	hook_run(t->cfg->hooks, cmd, tr->fr.hook_timeout_ns ? tr->fr.hook_timeout_ns : t->cfg->opt->hook_timeout_ns, &e,
-	         err, sizeof(err));
-	if (e.dump_fd >= 0)
-		close(e.dump_fd);
-	if (e.ctx_fd >= 0)
-		close(e.ctx_fd);
-}
-
-/* Queues the dump and its context files for upload when the rule (or, when
- * it does not say, the daemon) wants it. */
-static void ship(struct target *t, const struct target_rule *tr, const char *dump, const char *context,
-                 const char *plot)
-{
-	char err[512];
-	int want = tr->fr.upload < 0 ? t->cfg->upload_default : tr->fr.upload;
-
-	if (!want)
-		return;
-	if (!t->cfg->uploads) {
-		struct json_object *rec = rec_rule(t, tr->fr.rule.name);
-		json_object_object_add(rec, "dump", json_object_new_string(dump));
-		json_object_object_add(rec, "permanent", json_object_new_boolean(1));
-		json_object_object_add(rec, "local", json_object_new_string("kept"));
-		journal_err(t, "upload-failed", rec,
-		            "the rule asks for an upload, but dumpwatch runs without --upload: start it with "
-		            "--upload s3://BUCKET[/PREFIX]");
-		log_warn("rule %s asks for an upload of %s, but dumpwatch runs without --upload", tr->fr.rule.name,
-		         dump);
-		return;
-	}
-	struct upload_item it = {.n_files = 0,
-	                         .prefix = tr->fr.upload_prefix[0] ? tr->fr.upload_prefix : NULL,
-	                         .keep_local = tr->fr.upload_keep,
-	                         .pid = t->dt.pid,
-	                         .process = t->name,
-	                         .rule = tr->fr.rule.name};
-	it.files[it.n_files++] = dump;
-	if (context && context[0])
-		it.files[it.n_files++] = context;
-	if (plot && plot[0])
-		it.files[it.n_files++] = plot;
-	uploader_enqueue(t->cfg->uploads, &it, err, sizeof(err));
-}
-
+/* A rule fired (target_fire): its dump is watched on the loop, or, when it
+ * could not start, its end is reported from the timer (never from inside
+ * the stream's read). */
 static void fire(struct target *t, size_t i, int64_t now)
 {
-	struct target_rule *tr = &t->rules[i];
-	const struct rule *r = &tr->fr.rule;
-	struct json_object *rec = rec_new(t);
-	char desc[512], err[512];
+	int rc = target_fire(t, i, now);
 
-	report_fire(rec, r, session_metrics(t->session), now, t->in_event ? session_read_ns(t->session) : 0, desc,
-	            sizeof(desc));
-	json_object_object_add(rec, "fired_unix_us", json_object_new_int64(loop_wall_now() / 1000));
-	journal_write(t->cfg->journal, "fire", rec);
-	log_info("rule %s fired for pid %d (%s): %s", r->name, (int)t->dt.pid, t->name, desc);
-	snprintf(t->fire_desc, sizeof(t->fire_desc), "%s", desc);
-	run_hook(t, tr, 0, NULL, NULL, 0);
-	eval_record_fire(r, &tr->st, now);
-	tr->at_limit = 0;
-	int64_t unix_ns = loop_wall_now();
-	context_fire(t, tr, now, unix_ns);
-	if (t->hooks->fired)
-		t->hooks->fired(t->ctx, t, i);
-
-	struct dump_request req = {
-	    .pid = t->dt.pid,
-	    .uid = t->dt.uid,
-	    .gid = t->dt.gid,
-	    .other_mount_ns = t->dt.other_mount_ns,
-	    .socket_path = t->dt.socket_path,
-	    .tmpdir = t->dt.tmpdir,
-	    .runtime_version = t->info.runtime_version,
-	    .createdump = t->cfg->opt->createdump,
-	    .dir = dump_dir_of(t, tr),
-	    .process_name = t->name,
-	    .rule_name = r->name,
-	    .container = t->ident.container,
-	    .pod = t->ident.pod,
-	    .type = r->dump_type,
-	    .via = t->cfg->opt->via,
-	    .unix_ns = unix_ns,
-	    .name_template = tr->fr.name_template,
-	    .limits = &t->cfg->opt->store,
-	    .timeout_ns = t->cfg->opt->dump_timeout_ns,
-	    .deleted = on_dump_deleted,
-	    .ctx = t,
-	};
-	t->fx.dump_start_unix_ns = loop_wall_now();
-	int rc = dump_start(&req, &t->job, err, sizeof(err));
 	if (rc < 0) {
-		struct json_object *frec = rec_rule(t, r->name);
-		t->job = NULL;
-		t->fx.dump_start_unix_ns = 0;
-		context_publish(t, rc == -ENOSPC ? DUMPCTX_SKIPPED : DUMPCTX_FAILED, err, NULL, frec, NULL, NULL);
-		if (rc == -ENOSPC) {
-			journal_err(t, "dump-skipped", frec, err);
-			log_warn("dump of pid %d (%s) for rule %s %s", (int)t->dt.pid, t->name, r->name, err);
-		} else {
-			journal_err(t, "dump-failed", frec, err);
-			log_error("dump of pid %d (%s) for rule %s failed: %s", (int)t->dt.pid, t->name, r->name, err);
-		}
 		t->deferred_end = 1;
 		t->deferred_rule = i;
 		t->deferred_rc = rc;
 		loop_timer_arm(t->cfg->loop, &t->timer, loop_now());
 		return;
 	}
-	t->job_rule = i;
-	const char *slash = strrchr(dump_job_path(t->job), '/');
-	snprintf(t->fx_name, sizeof(t->fx_name), "%s", slash ? slash + 1 : dump_job_path(t->job));
 	loop_add(t->cfg->loop, dump_job_fd(t->job), EPOLLIN, on_dump, t);
-	log_info("dumping pid %d to %s", (int)t->dt.pid, dump_job_path(t->job));
 }
 
 /* Evaluates every rule; fires the first that is due (one dump at a time:
@@ -1165,7 +700,7 @@ static int evaluate(struct target *t, int64_t now)
 		return 0;
 	rc.m = session_metrics(t->session);
 	rc.now_ns = now;
-	note_known(t, now);
+	target_note_known(t, now);
 	for (size_t i = 0; i < t->n_rules; i++) {
 		struct target_rule *tr = &t->rules[i];
 		int64_t next = 0;
@@ -1191,165 +726,6 @@ static int evaluate(struct target *t, int64_t now)
 	return 0;
 }
 
-/* ---- /proc ------------------------------------------------------------ */
-
-static int64_t proc_interval(const struct target *t)
-{
-	return t->cfg->opt->proc_interval_ns > 0 ? t->cfg->opt->proc_interval_ns : DW_DEFAULT_PROC_INTERVAL_NS;
-}
-
-/* Opens or closes the /proc files as the rules and the state need them;
- * a new poll is due at once. */
-static void proc_sync(struct target *t)
-{
-	int want = t->proc_needs && t->state == TARGET_ATTACHED && !t->exited && t->session;
-	int want_fds = (t->proc_needs & NEED_PROC_FDS) != 0;
-	char err[256];
-
-	if (t->ps && (!want || (want_fds && procstat_fds(t->ps) < 2))) {
-		procstat_close(t->ps);
-		t->ps = NULL;
-	}
-	if (!want) {
-		t->proc_next_ns = 0;
-		return;
-	}
-	if (!t->ps && t->proc_warned)
-		return; /* refused once in this attachment: not tried again until the next */
-	if (!t->ps) {
-		int r = procstat_open(t->dt.pid, t->dt.starttime, want_fds, &t->ps, err, sizeof(err));
-		if (r < 0) {
-			/* An exit is the pidfd's to report. */
-			if (r != -ESRCH && !t->proc_warned)
-				log_warn(
-				    "pid %d (%s): cannot poll /proc: %s; rules on rss, private-memory, swap, threads "
-				    "and fds stay unknown for it",
-				    (int)t->dt.pid, t->name, err);
-			t->proc_warned = 1;
-			t->proc_next_ns = 0;
-			return;
-		}
-	}
-	if (!t->proc_next_ns)
-		t->proc_next_ns = loop_now();
-}
-
-static int evaluate(struct target *t, int64_t now);
-
-/* One poll of /proc, taken in and evaluated at once. The next is due at the
- * next multiple of the interval on the monotonic clock: every target polls
- * on the same grid, so one wake of the loop serves them all. A wake costs
- * far more than a poll (tests/bench/proc.sh: about 8 us per poll, about 120
- * us per wake of an otherwise idle process in a VM, mostly the scheduler). */
-static void proc_poll(struct target *t, int64_t now)
-{
-	struct proc_sample p;
-	char err[256];
-	int r = procstat_read(t->ps, &p, err, sizeof(err));
-	int64_t iv = proc_interval(t);
-
-	t->proc_next_ns = (now / iv + 1) * iv;
-	if (r < 0) {
-		procstat_close(t->ps);
-		t->ps = NULL;
-		t->proc_next_ns = 0;
-		if (r != -ESRCH && !t->proc_warned)
-			log_warn("pid %d (%s): polling /proc stopped: %s", (int)t->dt.pid, t->name, err);
-		t->proc_warned = 1;
-		return;
-	}
-	metrics_on_proc(session_metrics(t->session), &p, now);
-	if (t->ct)
-		ctxtrack_on_proc(t->ct, session_metrics(t->session), now);
-	evaluate(t, now);
-}
-
-/* ---- events ----------------------------------------------------------- */
-
-/* What System.Diagnostics.Metrics says went wrong, once per kind and
- * attachment: another tool's session that excludes or disagrees with
- * dumpwatch's, a limit reached, a gauge's callback that threw. */
-static void meter_error(struct target *t, const struct ev_meter *m)
-{
-	static const struct {
-		const char *event, *means;
-	} kinds[] = {
-	    {"MultipleSessionsNotSupportedError",
-	     "another tool holds the process's only metrics session (a runtime before .NET 8, or a tool that does not "
-	     "share it): meter rules get no values in this attachment"},
-	    {"MultipleSessionsConfiguredIncorrectlyError",
-	     "another tool runs the process's shared metrics session with other settings than dumpwatch's (its "
-	     "interval is --counter-interval): meter rules get no values in this attachment"},
-	    {"TimeSeriesLimitReached",
-	     "the shared session's 1000 time series are taken: new tag sets are not published"},
-	    {"HistogramLimitReached", "the shared session's 10 histograms are taken: more are not published"},
-	    {"ObservableInstrumentCallbackError", "a gauge's or observable counter's callback threw"},
-	    {"Error", "the metrics session failed"},
-	};
-	char mine[32];
-
-	/* Another tool's refusal is said to it, not to dumpwatch: a tool that
-	 * cannot join the shared session dumpwatch runs (the running one is
-	 * "SHARED"), one whose settings disagree (not this identifier). */
-	snprintf(mine, sizeof(mine), "dumpwatch-%d-", (int)getpid());
-	if ((strncmp(m->error, "MultipleSessionsNotSupportedError", 33) == 0 && strcmp(m->session, "SHARED") == 0) ||
-	    (strncmp(m->error, "MultipleSessionsConfiguredIncorrectlyError", 42) == 0 &&
-	     strncmp(m->session, mine, strlen(mine)) != 0))
-		return;
-	for (unsigned k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
-		size_t n = strlen(kinds[k].event);
-		if (strncmp(m->error, kinds[k].event, n) != 0 || (m->error[n] && m->error[n] != ':'))
-			continue;
-		if (!(t->meter_said & (1u << k)))
-			log_warn("pid %d (%s): System.Diagnostics.Metrics: %s; it says: %s", (int)t->dt.pid, t->name,
-			         kinds[k].means, m->error);
-		t->meter_said |= 1u << k;
-		return;
-	}
-}
-
-/* A meter condition whose instrument, now seen, cannot give what it asks
- * (a percentile of a counter, seconds of an instrument in bytes): said once.
- * Returns whether any rule reads this instrument (else its values need no
- * evaluation: another tool's, in the shared session, or an instrument of a
- * watched meter no rule names). */
-static int meter_fit(struct target *t, const struct ev_meter *m)
-{
-	int used = 0;
-
-	for (size_t i = 0; i < t->n_rules; i++) {
-		struct target_rule *tr = &t->rules[i];
-		for (uint32_t c = 0; c < tr->fr.rule.n_conds; c++) {
-			const struct rule_cond *rc = &tr->fr.rule.conds[c];
-			const struct meters *ms = metrics_meters(session_metrics(t->session));
-			const char *what;
-			if (rc->metric.id != M_METER || strcmp(rc->metric.provider, m->meter) != 0 ||
-			    strcasecmp(rc->metric.counter, m->instrument) != 0)
-				continue;
-			used = 1;
-			if (tr->meter_warned[c])
-				continue;
-			if (meters_stat_mismatch(ms, &rc->metric, &what)) {
-				log_warn("pid %d (%s): rule %s: %s/%s is a %s, which has no %s: \"%s\" never holds",
-				         (int)t->dt.pid, t->name, tr->fr.rule.name, m->meter, m->instrument, what,
-				         catalog_meter_stat_name(rc->metric.stat), rc->text);
-				tr->meter_warned[c] = 1;
-			} else if (meters_unit_mismatch(ms, &rc->metric, &what)) {
-				log_warn("pid %d (%s): rule %s: %s/%s is measured in \"%s\", which is not %s: \"%s\" "
-				         "never holds; write the threshold as a plain number in its unit",
-				         (int)t->dt.pid, t->name, tr->fr.rule.name, m->meter, m->instrument, what,
-				         rc->metric.unit == UNIT_MS              ? "a duration"
-				         : rc->metric.unit == UNIT_BYTES         ? "a size"
-				         : rc->metric.unit == UNIT_BYTES_PER_SEC ? "bytes per second"
-				                                                 : "a percentage or a ratio",
-				         rc->text);
-				tr->meter_warned[c] = 1;
-			}
-		}
-	}
-	return used;
-}
-
 static void on_event(void *ctx, struct session *s, const struct ev_record *r, int64_t t_ns)
 {
 	struct target *t = ctx;
@@ -1357,9 +733,9 @@ static void on_event(void *ctx, struct session *s, const struct ev_record *r, in
 
 	int matters = metrics_event_matters(r);
 	if (r->type == EV_METER_ERROR)
-		meter_error(t, &r->u.meter);
+		target_meter_error(t, &r->u.meter);
 	else if (r->type == EV_METER_VALUE)
-		matters = meter_fit(t, &r->u.meter);
+		matters = target_meter_fit(t, &r->u.meter);
 
 	if (t->cfg->opt->verbose) {
 		char prefix[32] = "";
@@ -1379,37 +755,15 @@ static void on_event(void *ctx, struct session *s, const struct ev_record *r, in
 static void on_dump(struct loop *l, int fd, uint32_t events, void *ctx)
 {
 	struct target *t = ctx;
-	struct dump_result res;
-	char err[512];
 	(void)events;
 
 	loop_del(l, fd);
-	int rc = dump_job_finish(t->job, &res, err, sizeof(err));
+	int rc = target_fire_finish(t);
 	if (rc == -EAGAIN) {
 		loop_add(l, dump_job_fd(t->job), EPOLLIN, on_dump, t);
 		return;
 	}
 	size_t i = t->job_rule;
-	const struct target_rule *tr = &t->rules[i];
-	dump_job_free(t->job);
-	t->job = NULL;
-	if (rc < 0) {
-		struct json_object *rec = rec_rule(t, tr->fr.rule.name);
-		context_publish(t, DUMPCTX_FAILED, err, NULL, rec, NULL, NULL);
-		journal_err(t, "dump-failed", rec, err);
-		log_error("dump of pid %d (%s) for rule %s failed: %s", (int)t->dt.pid, t->name, tr->fr.rule.name, err);
-	} else {
-		struct json_object *rec = rec_rule(t, tr->fr.rule.name);
-		t->dumps++;
-		report_dump(rec, &res, tr->fr.rule.dump_type);
-		char context[PATH_MAX], plot[PATH_MAX];
-		context_publish(t, DUMPCTX_DUMP, NULL, &res, rec, context, plot);
-		journal_write(t->cfg->journal, "dump", rec);
-		log_info("dump written: %s (%.1f MB in %.1f s, via %s)", res.path, (double)res.bytes / 1e6,
-		         res.duration_ms / 1e3, res.via);
-		run_hook(t, tr, 1, res.path, context[0] ? context : NULL, res.bytes);
-		ship(t, tr, res.path, context, plot);
-	}
 	/* The stream was not read while the process was frozen: its stall
 	 * clock starts again now. */
 	if (t->exited) {
@@ -1485,7 +839,8 @@ static void on_timer(struct loop *l, void *ctx)
 	int polled = 0;
 	if (t->ps && t->state == TARGET_ATTACHED && t->session && !t->job && t->proc_next_ns &&
 	    now >= t->proc_next_ns) {
-		proc_poll(t, now);
+		if (target_proc_poll(t, now))
+			evaluate(t, now);
 		polled = 1;
 	}
 	if (t->state == TARGET_ATTACHED && t->tick_ns && now < t->tick_ns) {
@@ -1518,7 +873,7 @@ static void arm(struct target *t)
 		loop_timer_disarm(t->cfg->loop, &t->timer);
 		return;
 	}
-	proc_sync(t);
+	target_proc_sync(t);
 	if (t->op)
 		NEAR(ipc_op_wake(t->op));
 	if (t->stop_op)
@@ -1556,7 +911,7 @@ struct target *target_new(const struct target_config *cfg, const struct target_h
 	t->hooks = hooks;
 	t->ctx = ctx;
 	t->dt = *dt;
-	t->op_reg.fd = t->stop_reg.fd = t->stop_stream = t->pidfd = -1;
+	t->op_reg.fd = t->stop_reg.fd = t->stop_stream = t->pidfd = t->fx_store = -1;
 	loop_timer_init(&t->timer, on_timer, t);
 	discovery_process_name(&t->dt, "", t->name, sizeof(t->name));
 	{
@@ -1576,13 +931,8 @@ void target_free(struct target *t)
 	if (!t)
 		return;
 	if (t->job) {
-		const char *why = "stopped before the dump completed; the partial file was removed";
-		struct json_object *rec = rec_rule(t, t->rules[t->job_rule].fr.rule.name);
-		context_publish(t, DUMPCTX_FAILED, why, NULL, rec, NULL, NULL);
-		journal_err(t, "dump-failed", rec, why);
 		loop_del(t->cfg->loop, dump_job_fd(t->job));
-		dump_job_abort(t->job);
-		t->job = NULL;
+		target_fire_abandon(t, "stopped before the dump completed; the partial file was removed");
 	}
 	op_drop(t);
 	stream_off(t);
@@ -1649,7 +999,7 @@ int target_set_rules(struct target *t, struct target_rule *rules, size_t n)
 		t->proc_needs |= rule_needs(&t->rules[i].fr.rule) & (NEED_PROC | NEED_PROC_FDS);
 	}
 	t->all_known = 0; /* a new rule's metrics are journaled when known */
-	watch_exceptions(t);
+	target_watch_exceptions(t);
 	if (t->n_rules == 0) {
 		t->retry_ns = 0;
 		target_detach(t, "no rule matches it any more");
@@ -1688,21 +1038,17 @@ int target_fds(const struct target *t)
 }
 
 /* The /proc files the rules poll: status, and the fd directory for fds. */
-static int proc_files(const struct target *t)
-{
-	return t->proc_needs ? 1 + ((t->proc_needs & NEED_PROC_FDS) != 0) : 0;
-}
 
 int target_fds_to_attach(const struct target *t)
 {
-	return 2 + proc_files(t);
+	return 2 + target_proc_files(t);
 }
 
 int target_fds_pending(const struct target *t)
 {
 	if (t->state != TARGET_ATTACHING)
 		return 0;
-	return (t->pidfd < 0) + (t->ps ? 0 : proc_files(t));
+	return (t->pidfd < 0) + (t->ps ? 0 : target_proc_files(t));
 }
 
 enum target_state target_state(const struct target *t)

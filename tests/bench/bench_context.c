@@ -20,6 +20,7 @@
 
 #include "dumpwatch/ctxtrack.h"
 #include "dumpwatch/defaults.h"
+#include "dumpwatch/dump.h"
 #include "dumpwatch/rules.h"
 
 #define MS 1000000LL
@@ -87,6 +88,12 @@ int main(int argc, char **argv)
 		perror("mkdtemp");
 		return 1;
 	}
+	/* Opened once, as a fire opens its store for the dump and its context. */
+	int dfd = dump_open_store(dir, err, sizeof(err));
+	if (dfd < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
 	snprintf(r.name, sizeof(r.name), "loh-balloon");
 	const char *conds[] = {"loh-size > 300MB for 5s", "System.Runtime/cpu-usage > 90%", "gc-pause > 200ms"};
 	for (size_t i = 0; i < 3; i++)
@@ -138,7 +145,7 @@ int main(int argc, char **argv)
 		in.read[0] = 1;
 		in.value[0] = 351e6;
 		int64_t t0 = mono();
-		if (ctxtrack_publish(busy, &in, NULL, jp, sp, err, sizeof(err)) < 0) {
+		if (ctxtrack_publish(busy, &in, dfd, NULL, jp, sp, err, sizeof(err)) < 0) {
 			fprintf(stderr, "publish: %s\n", err);
 			return 1;
 		}
@@ -160,6 +167,7 @@ int main(int argc, char **argv)
 	ctxtrack_free(busy);
 	metrics_free(mi);
 	metrics_free(mb);
+	close(dfd);
 	if (argc <= 1)
 		rmdir(dir);
 	return 0;

@@ -1,12 +1,78 @@
 /* Unit tests of the dump module's pure parts and checks: file names, the
- * writable-by-target check, and the createdump safety walk. */
+ * writable-by-target check, the createdump safety walk, and the opening of
+ * the store. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "dumpwatch/dump.h"
+
+/* The store is opened by the path it is given, with no link on the way, and
+ * the directories above it are those of that path normalized: it is not
+ * resolved again. */
+static void test_open_store(void)
+{
+	char base[] = "/tmp/dw-store.XXXXXX", store[512], path[600], err[512];
+	int fd;
+
+	CHECK(mkdtemp(base) != NULL);
+	CHECK(chmod(base, 0700) == 0);
+	snprintf(store, sizeof(store), "%s/store", base);
+	CHECK(mkdir(store, 0700) == 0);
+
+	fd = dump_open_store(store, err, sizeof(err));
+	CHECK_MSG(fd >= 0, "%s", err);
+	if (fd >= 0)
+		close(fd);
+	/* Spelled otherwise: the same directory, the same directories above. */
+	snprintf(path, sizeof(path), "%s//./store/", base);
+	fd = dump_open_store(path, err, sizeof(err));
+	CHECK_MSG(fd >= 0, "%s", err);
+	if (fd >= 0)
+		close(fd);
+
+	CHECK(dump_open_store("tmp/store", err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "must be an absolute path") != NULL);
+	snprintf(path, sizeof(path), "%s/store/../store", base);
+	CHECK(dump_open_store(path, err, sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "\"..\" component") != NULL);
+
+	/* A link on the way is refused, not followed. */
+	snprintf(path, sizeof(path), "%s/link", base);
+	CHECK(symlink(store, path) == 0);
+	CHECK(dump_open_store(path, err, sizeof(err)) == -ELOOP);
+	CHECK(strstr(err, "a symbolic link is on the way") != NULL);
+
+	/* Others can write it, or a directory above it. */
+	CHECK(chmod(store, 0770) == 0);
+	CHECK(dump_open_store(store, err, sizeof(err)) == -EPERM);
+	CHECK(strstr(err, "no one else can write") != NULL);
+	CHECK(chmod(store, 0700) == 0 && chmod(base, 0770) == 0);
+	snprintf(path, sizeof(path), "%s//store/", base);
+	CHECK(dump_open_store(path, err, sizeof(err)) == -EPERM);
+	snprintf(path, sizeof(path), "is below %s, which", base);
+	CHECK_MSG(strstr(err, path) != NULL, "%s", err);
+	CHECK(chmod(base, 0700) == 0);
+
+	/* The dump job takes the store and the name it is given, and nothing
+	 * that is not a plain file name. */
+	{
+		struct dump_request req = {.pid = getpid(), .dir = store, .store_fd = -1, .name = "a.core"};
+		struct dump_job *job = NULL;
+		CHECK(dump_start(&req, &job, err, sizeof(err)) == -EINVAL && job == NULL);
+		req.store_fd = dump_open_store(store, err, sizeof(err));
+		req.name = "../a.core";
+		CHECK(dump_start(&req, &job, err, sizeof(err)) == -EINVAL && job == NULL);
+		if (req.store_fd >= 0)
+			close(req.store_fd);
+	}
+
+	snprintf(path, sizeof(path), "rm -rf %s", base);
+	CHECK(system(path) == 0);
+}
 
 int main(void)
 {
@@ -45,6 +111,24 @@ int main(void)
 	CHECK_STR(name, "a-1-r-19700101T000000.000Z.core");
 	dump_file_name_template("{name}-{container}{pod}-{pid}", "a", 1, "r", 0, name, sizeof(name));
 	CHECK_STR(name, "a--1");
+
+	/* What a dump job accepts as a name: what the functions above make. */
+	CHECK(dump_file_name_ok("MemSpike-4807-loh-19700101T000000.000Z.core"));
+	CHECK(dump_file_name_ok("_hidden_7"));
+	CHECK(!dump_file_name_ok(NULL));
+	CHECK(!dump_file_name_ok(""));
+	CHECK(!dump_file_name_ok(".a.core.partial"));
+	CHECK(!dump_file_name_ok(".."));
+	CHECK(!dump_file_name_ok("a/b.core"));
+	CHECK(!dump_file_name_ok("/a.core"));
+	{
+		char longer[300];
+		memset(longer, 'a', 256);
+		longer[256] = '\0';
+		CHECK(!dump_file_name_ok(longer)); /* NAME_MAX bytes fit, one more does not */
+		longer[255] = '\0';
+		CHECK(dump_file_name_ok(longer));
+	}
 
 	CHECK(mkdtemp(dir) != NULL);
 	CHECK(chmod(dir, 0700) == 0);
@@ -131,5 +215,6 @@ int main(void)
 
 	snprintf(name, sizeof(name), "rm -rf %s", dir);
 	CHECK(system(name) == 0);
+	test_open_store();
 	return check_done();
 }

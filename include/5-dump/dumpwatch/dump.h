@@ -13,7 +13,10 @@
  *   writable by no one else; never one below /proc/PID/root.
  *
  * The store (the dump directory) must be ours, writable by no one else, below
- * directories only root can change. Every file in it is created without
+ * directories only root can change. The caller decides once where a dump
+ * goes: it opens and checks the store (dump_open_store) and names the file
+ * (dump_file_name_ids), and hands both to the dump and to the writer of its
+ * context files (store_put_context). Every file in it is created without
  * following links: a temporary ".NAME.partial" (O_CREAT|O_EXCL|O_NOFOLLOW,
  * 0600) that createdump fills and that is renamed to NAME only when createdump
  * succeeded. As root, a runtime running as another user writes instead in a
@@ -59,14 +62,13 @@ struct dump_request {
 	 * unknown: the exec path runs the host's createdump of that version. */
 	const char *runtime_version;
 	const char *createdump; /* exec path: the operator's createdump; NULL: the host's runtime */
-	const char *dir;        /* dump directory, absolute */
-	const char *process_name;
-	const char *rule_name;
-	const char *container, *pod; /* cgroup.h's ids for the file name; NULL or "": none */
+	const char *dir;        /* dump directory, absolute, as given to dump_open_store */
+	/* The store: dir opened by dump_open_store. Lent to the job: the caller
+	 * keeps it open until the job is freed. */
+	int store_fd;
+	const char *name; /* the file's name in dir (dump_file_name_ids): dump_file_name_ok */
 	enum dump_type type;
 	enum dump_via via;
-	int64_t unix_ns;                   /* fire time, for the file name */
-	const char *name_template;         /* NULL or "": DW_DEFAULT_DUMP_NAME_TEMPLATE */
 	const struct store_limits *limits; /* NULL: none */
 	int64_t timeout_ns;                /* createdump is killed past it; 0: no limit */
 	/* Called for each stored dump deleted to make room (delete_oldest),
@@ -85,9 +87,9 @@ struct dump_result {
 
 struct dump_job;
 
-/* Starts a dump. Returns 0 with a job; -ENOSPC when the disk guards skip it;
- * or -errno with a sentence in err that says what to do (e.g. how to fix the
- * dump directory's permissions). */
+/* Starts a dump of req->name in the store req->store_fd. Returns 0 with a
+ * job; -ENOSPC when the disk guards skip it; or -errno with a sentence in err
+ * that says what to do (e.g. how to fix the dump directory's permissions). */
 int dump_start(const struct dump_request *req, struct dump_job **ret, char *err, size_t errlen);
 
 /* The descriptor to poll for readability. It can change after dump_job_finish
@@ -134,10 +136,18 @@ void dump_file_name_template(const char *tmpl, const char *process_name, pid_t p
 void dump_file_name_ids(const char *tmpl, const char *process_name, pid_t pid, const char *rule_name,
                         const char *container, const char *pod, int64_t unix_ns, char *out, size_t outlen);
 
-/* Opens the store directory dir (absolute) without following links and
- * checks it as every dump does: ours (or, under sudo, the invoking user's),
- * writable by no one else, below directories only root can change. The
- * descriptor, or -errno with a sentence in err. */
+/* Whether name can be a dump's file name in the store, as the functions
+ * above make them: not empty, at most NAME_MAX bytes, no '/', not starting
+ * with '.' (hidden, and the store's temporary names). Pure. */
+int dump_file_name_ok(const char *name);
+
+/* Opens the store directory dir without following links and checks it as
+ * every dump does: ours (or, under sudo, the invoking user's), writable by
+ * no one else, below directories only root can change. dir is absolute and
+ * has no ".." component (the front resolved --dump-dir to its real path
+ * once; a rule file's dump.dir is checked so): with no link on the way, its
+ * directories above are those of its normalized form. The descriptor, or
+ * -errno with a sentence in err (-EINVAL: dir is relative or has ".."). */
 int dump_open_store(const char *dir, char *err, size_t errlen);
 
 /* Whether a process with uid/gid (and supplementary groups of pid) may create

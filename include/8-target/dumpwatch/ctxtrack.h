@@ -45,12 +45,14 @@ void ctxtrack_tick(struct ctxtrack *ct, const struct metrics *m, int64_t now_ns)
 void ctxtrack_session_end(struct ctxtrack *ct);
 
 /* Writes the context of one fire beside its dump: in describes the fire,
- * the dump and the process (its history and gcs are filled in here). On
- * success json_path and svg_path (PATH_MAX each) name the files written.
- * 0, or -errno with a sentence in err (the store cannot be opened, the
- * disk guards refuse, a write failed); nothing is left half-written. */
-int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, const struct store_limits *limits, char *json_path,
-                     char *svg_path, char *err, size_t errlen);
+ * the dump and the process (its history and gcs are filled in here); the
+ * files go into the store dirfd, which the fire opened for its dump
+ * (dump_open_store of in->dump_dir). On success json_path and svg_path
+ * (PATH_MAX each) name the files written. 0, or -errno with a sentence in
+ * err (the disk guards refuse, a write failed); nothing is left
+ * half-written. */
+int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, int dirfd, const struct store_limits *limits,
+                     char *json_path, char *svg_path, char *err, size_t errlen);
 
 /* Memory held by the history, the GC records kept and those being assembled. */
 size_t ctxtrack_bytes(const struct ctxtrack *ct);
