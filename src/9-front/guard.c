@@ -1,26 +1,18 @@
 /* The guard; see guard.h.
  *
- * Processes. Every .NET process found is kept in a table, keyed by pid and
- * start time (a reused pid is another process). A process that some enabled
- * rule matches is attached: one EventPipe session subscribing to the union of
- * what its rules need. A process that no rule matches stays in the table,
- * unattached, so that a later rule can pick it up without asking its runtime
- * again. A process leaves the table when it exits (pidfd) or, if unattached,
- * when a full scan no longer finds it.
+ * Processes. Every .NET process found is kept in a table (guard_procs.c),
+ * keyed by pid and start time (a reused pid is another process). A process
+ * that some enabled rule matches is attached: one EventPipe session
+ * subscribing to the union of what its rules need. A process that no rule
+ * matches stays in the table, unattached, so that a later rule can pick it
+ * up without asking its runtime again. A process leaves the table when it
+ * exits (pidfd) or, if unattached, when a full scan no longer finds it.
  *
  * Each process's attachment, evaluation and dumps are its target's
  * (target.h), on the shared loop and never waiting for one process: the
  * guard decides a process's rules, when it may attach, and what its exit
- * means for the table.
- *
- * Descriptors. An attached process holds two (its event stream and its
- * pidfd) and the /proc files its rules poll, and one more while a request to
- * its runtime is in flight; an attachment under way counts what it will open
- * when its stream starts. The soft limit is raised to the hard limit at
- * start, and a reserve (GUARD_FDS_RESERVE) is kept for discovery, the journal, the state file and a dump: a process
- * whose attachment would eat into it is not attached but waits, logged and journaled once (attach-paused) until
- * descriptors are free again (attach-resumed); the processes attached are served as before. Descriptors in use are
- * estimated from what the guard holds and counted in /proc/self/fd only near the limit.
+ * means for the table. A process attaches only while descriptors are left
+ * over a reserve (guard_procs.c); else it waits, and the timer tries again.
  *
  * Rules. The ruleset reports each file's load, rejection and removal; after
  * any change every process's rule list is rebuilt. A rule whose definition
@@ -29,12 +21,13 @@
  * comes back with the rule. The session is restarted only when the
  * subscription changes.
  *
- * The finding of processes is guard_find.c, the limits kept across restarts
- * guard_state.c; what they share with this file is guard_internal.h. */
+ * The finding of processes is guard_find.c, the process table and its
+ * descriptors guard_procs.c, the limits kept across restarts guard_state.c;
+ * what they share with this file, and which calls which, is guard_shared.h. */
 #include "dumpwatch/guard.h"
 
 #include "dumpwatch/status.h"
-#include "guard_internal.h"
+#include "guard_shared.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -53,7 +46,6 @@
 
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/eval.h"
-#include "dumpwatch/exposrv.h"
 #include "dumpwatch/fds.h"
 #include "dumpwatch/journal.h"
 #include "dumpwatch/log.h"
@@ -64,24 +56,6 @@
 #include "dumpwatch/state.h"
 #include "dumpwatch/target.h"
 #include "dumpwatch/watch.h"
-
-/* ---- journal and log helpers ------------------------------------------ */
-
-void guard_journal_error(struct guard *g, const char *event, struct json_object *rec, const char *err)
-{
-	json_object_object_add(rec, "error", json_object_new_string(err));
-	journal_write(g->journal, event, rec);
-}
-
-int guard_proc_attached(const struct proc *p)
-{
-	return p->tg && target_state(p->tg) == TARGET_ATTACHED;
-}
-
-const char *guard_proc_name(const struct proc *p)
-{
-	return p->tg ? target_name(p->tg) : "";
-}
 
 /* ---- processes: rules, attach, detach --------------------------------- */
 
@@ -101,136 +75,6 @@ static int rule_matches(const struct file_rule *fr, const struct proc *p)
 	                             uid_of_user(&fr->filter));
 }
 
-/* ---- descriptors ------------------------------------------------------ */
-
-/* Whether need more descriptors can be held without eating into the
- * reserve. Estimated from what the guard holds; near the limit, counted in
- * /proc/self/fd, at most every GUARD_FDS_RECOUNT_NS (in between, the count
- * moves with the estimate), so that a flood of processes at the limit does
- * not list a directory of tens of thousands of descriptors for each. What
- * attachments under way will still take (target_fds_pending) is added to
- * both: a count cannot see it yet. */
-static int64_t fds_held(const struct guard *g, int64_t *ret_pending)
-{
-	int64_t held = (g->fd_base > 0 ? g->fd_base : 0) + (int64_t)hook_fds(g->hooks) +
-	               (int64_t)exposrv_connections(g->expo),
-	        pending = 0;
-
-	for (size_t i = 0; i < g->n_procs; i++) {
-		held += target_fds(g->procs[i]->tg);
-		pending += target_fds_pending(g->procs[i]->tg);
-	}
-	if (ret_pending)
-		*ret_pending = pending;
-	return held;
-}
-
-static int64_t fds_estimate(const struct guard *g)
-{
-	int64_t pending, held = fds_held(g, &pending);
-	return held + pending;
-}
-
-static int fds_allow(struct guard *g, uint64_t need)
-{
-	int64_t held, pending, open, now;
-
-	if (!g->fdl.soft)
-		return 1;
-	held = fds_held(g, &pending);
-	if (fds_room((uint64_t)(held + pending) + GUARD_FDS_SLACK, need, GUARD_FDS_RESERVE, g->fdl.soft))
-		return 1;
-	now = loop_now();
-	if (!g->fd_count_ns || now - g->fd_count_ns >= GUARD_FDS_RECOUNT_NS) {
-		int n = fds_count_open();
-		/* No count (at the limit, listing /proc/self/fd needs the
-		 * descriptor there is not): the estimate, which said no. */
-		if (n < 0)
-			return 0;
-		g->fd_count = n;
-		g->fd_count_est = held;
-		g->fd_count_ns = now;
-	}
-	open = g->fd_count + (held - g->fd_count_est) + pending;
-	return fds_room(open > 0 ? (uint64_t)open : 0, need, GUARD_FDS_RESERVE, g->fdl.soft);
-}
-
-/* Descriptors open now, for the log and journal: counted, or when even
- * that fails (no descriptor left to list them with) estimated. */
-static int open_fds(const struct guard *g)
-{
-	int n = fds_count_open();
-	return n >= 0 ? n : (int)fds_estimate(g);
-}
-
-static size_t count_attached(const struct guard *g)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < g->n_procs; i++)
-		n += guard_proc_attached(g->procs[i]) ? 1u : 0u;
-	return n;
-}
-
-/* p is not attached for want of descriptors: said once until that ends. */
-static void fd_wait_begin(struct proc *p)
-{
-	struct guard *g = p->g;
-
-	if (!p->fd_wait) {
-		p->fd_wait = 1;
-		g->n_fd_wait++;
-	}
-	if (g->fd_paused)
-		return;
-	g->fd_paused = 1;
-	int open = open_fds(g);
-	size_t attached = count_attached(g);
-	struct json_object *rec = json_object_new_object();
-	json_object_object_add(rec, "pid", json_object_new_int(p->t.pid));
-	json_object_object_add(rec, "process", json_object_new_string(guard_proc_name(p)));
-	json_object_object_add(rec, "open_fds", json_object_new_int(open));
-	json_object_object_add(rec, "fd_limit", json_object_new_int64((int64_t)g->fdl.soft));
-	json_object_object_add(rec, "fd_reserve", json_object_new_int(GUARD_FDS_RESERVE));
-	json_object_object_add(rec, "attached", json_object_new_int64((int64_t)attached));
-	journal_write(g->journal, "attach-paused", rec);
-	log_warn("descriptors: %d of %llu open; not attaching pid %d (%s) nor other new processes until some are "
-	         "free, keeping %d for discovery, the journal and dumps; the %zu attached processes are still served",
-	         open, (unsigned long long)g->fdl.soft, (int)p->t.pid, guard_proc_name(p), GUARD_FDS_RESERVE, attached);
-}
-
-/* p no longer waits for descriptors (attached, gone, or no rule wants it). */
-static void fd_wait_end(struct proc *p)
-{
-	struct guard *g = p->g;
-
-	if (!p->fd_wait)
-		return;
-	p->fd_wait = 0;
-	g->n_fd_wait--;
-	if (g->n_fd_wait > 0 || !g->fd_paused)
-		return;
-	g->fd_paused = 0;
-	int open = open_fds(g);
-	struct json_object *rec = json_object_new_object();
-	json_object_object_add(rec, "open_fds", json_object_new_int(open));
-	json_object_object_add(rec, "fd_limit", json_object_new_int64((int64_t)g->fdl.soft));
-	json_object_object_add(rec, "attached", json_object_new_int64((int64_t)count_attached(g)));
-	journal_write(g->journal, "attach-resumed", rec);
-	log_info("descriptors: %d of %llu open; attaching new processes again", open, (unsigned long long)g->fdl.soft);
-}
-
-/* Whether p may take the descriptors of an attachment now; if not it waits
- * (fd_wait) and the timer tries again when there is room. */
-static int may_attach(struct proc *p)
-{
-	/* A resubscription swaps one stream for another; a new attachment
-	 * takes a stream, a pidfd and the /proc files its rules poll. */
-	if (guard_proc_attached(p) || fds_allow(p->g, (uint64_t)target_fds_to_attach(p->tg)))
-		return 1;
-	fd_wait_begin(p);
-	return 0;
-}
-
 /* Attaches p (or resubscribes) when its rules ask for it and descriptors
  * allow; not while a retry is scheduled (the target attaches then). */
 static void attach(struct proc *p)
@@ -242,7 +86,7 @@ static void attach(struct proc *p)
 		return;
 	if (target_state(p->tg) != TARGET_IDLE && target_state(p->tg) != TARGET_ATTACHED)
 		return;
-	if (!may_attach(p))
+	if (!guard_may_attach(p))
 		return;
 	target_attach(p->tg);
 }
@@ -303,43 +147,11 @@ static void apply_rules(struct proc *p)
 	if (n == 0) {
 		free(nr);
 		nr = NULL;
-		fd_wait_end(p);
+		guard_fd_wait_end(p);
 	}
 	target_set_rules(p->tg, nr, n);
 	if (n > 0)
 		attach(p);
-}
-
-struct proc *guard_proc_find(struct guard *g, pid_t pid)
-{
-	for (size_t i = 0; i < g->n_procs; i++)
-		if (g->procs[i]->t.pid == pid)
-			return g->procs[i];
-	return NULL;
-}
-
-static void proc_free(struct proc *p)
-{
-	if (target_dumping(p->tg))
-		log_warn("stopping: abandoning the dump of pid %d; its partial file was removed", (int)p->t.pid);
-	target_free(p->tg);
-	free(p);
-}
-
-/* Takes p out of the table and frees it; its detach record (when it was
- * attached) says why. */
-void guard_proc_remove(struct guard *g, struct proc *p, const char *why)
-{
-	fd_wait_end(p);
-	guard_forget_state(g, &p->t);
-	for (size_t i = 0; i < g->n_procs; i++)
-		if (g->procs[i] == p) {
-			g->procs[i] = g->procs[--g->n_procs];
-			break;
-		}
-	target_end(p->tg, why);
-	p->tg = NULL;
-	free(p);
 }
 
 /* ---- the targets' hooks ---------------------------------------------- */
@@ -369,7 +181,7 @@ static void hook_probed(void *ctx, struct target *t, int r, const char *err)
 static void hook_attached(void *ctx, struct target *t)
 {
 	(void)t;
-	fd_wait_end(ctx);
+	guard_fd_wait_end(ctx);
 }
 
 static void hook_attach_failed(void *ctx, struct target *t, int r, const char *err)
@@ -385,7 +197,7 @@ static int hook_may_attach(void *ctx, struct target *t)
 {
 	struct proc *p = ctx;
 	(void)t;
-	return !p->g->stopping && may_attach(p);
+	return !p->g->stopping && guard_may_attach(p);
 }
 
 static void hook_fired(void *ctx, struct target *t, size_t rule)
@@ -444,43 +256,9 @@ static const struct target_hooks guard_hooks = {
     .quiet = hook_quiet,
 };
 
-/* A .NET process found: its target asks the runtime who it is (without
- * waiting here); hook_probed applies the rules. */
-void guard_proc_add(struct guard *g, const struct dn_target *t)
-{
-	struct proc *p;
-
-	if (g->n_procs == g->cap_procs) {
-		size_t c = g->cap_procs ? g->cap_procs * 2 : 16;
-		struct proc **np = realloc(g->procs, c * sizeof(*np));
-		if (!np)
-			return;
-		g->procs = np;
-		g->cap_procs = c;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return;
-	p->g = g;
-	p->t = *t;
-	p->tg = target_new(&g->tcfg, &guard_hooks, p, t);
-	if (!p->tg) {
-		free(p);
-		return;
-	}
-	guard_pend_forget(g, t->pid); /* found: nothing more to look for under its pid */
-	g->procs[g->n_procs++] = p;
-	guard_watch_dir_of_socket(g, t->socket_path);
-	/* Even asking who it is takes a descriptor: a flood of new processes
-	 * waits its turn like attachments do (on_timer probes it then). */
-	if (!fds_allow(g, 1)) {
-		fd_wait_begin(p);
-		return;
-	}
-	target_probe(p->tg); /* may remove p (hook_probed) */
-}
-
 /* ---- timer, signals, stop --------------------------------------------- */
+
+static void arm_timer(struct guard *g);
 
 static void on_timer(struct loop *l, void *ctx)
 {
@@ -506,18 +284,18 @@ static void on_timer(struct loop *l, void *ctx)
 		if (!p->fd_wait || target_retrying(p->tg, NULL) || target_busy(p->tg))
 			continue;
 		int probe = target_state(p->tg) == TARGET_NEW;
-		if (!fds_allow(g, probe ? 1 : (uint64_t)target_fds_to_attach(p->tg)))
+		if (!guard_fds_allow(g, probe ? 1 : (uint64_t)target_fds_to_attach(p->tg)))
 			break;
-		fd_wait_end(p);
+		guard_fd_wait_end(p);
 		if (probe)
 			target_probe(p->tg); /* may remove p: not touched after */
 		else
 			attach(p);
 	}
-	guard_arm_timer(g);
+	arm_timer(g);
 }
 
-void guard_arm_timer(struct guard *g)
+static void arm_timer(struct guard *g)
 {
 	int64_t now = loop_now();
 	int64_t deadline = now + GUARD_IDLE_TICK_NS;
@@ -542,7 +320,18 @@ static void apply_all(struct guard *g)
 	/* apply_rules never removes a process: the table stays as it is. */
 	for (size_t i = 0; i < g->n_procs; i++)
 		apply_rules(g->procs[i]);
-	guard_arm_timer(g);
+	arm_timer(g);
+}
+
+/* New socket names: the finder looks, then the timer is set for what it
+ * scheduled. */
+static void on_inotify(struct loop *l, int fd, uint32_t events, void *ctx)
+{
+	struct guard *g = ctx;
+	(void)l;
+	(void)events;
+	guard_on_inotify(g, fd);
+	arm_timer(g);
 }
 
 static void on_rules(struct loop *l, int fd, uint32_t events, void *ctx)
@@ -693,7 +482,7 @@ int guard_run(const struct guard_options *o)
 		snprintf(g.state_path, sizeof(g.state_path), "%s/state.json", o->state_dir);
 		if (state_load(g.state_path, &recs, &n, err, sizeof(err)) < 0) {
 			log_error("%s; starting without the limits it held", err);
-			guard_journal_error(&g, "state-failed", json_object_new_object(), err);
+			guard_state_failed(&g, err);
 		} else {
 			g.kept = recs;
 			g.n_kept = n;
@@ -754,6 +543,7 @@ int guard_run(const struct guard_options *o)
 			goto out;
 		}
 	}
+	g.proc_hooks = &guard_hooks;
 	g.tcfg = (struct target_config){
 	    .loop = g.loop,
 	    .journal = g.journal,
@@ -803,7 +593,7 @@ int guard_run(const struct guard_options *o)
 		log_warn("inotify unavailable (%s): new processes are found by the periodic scan only",
 		         strerror(errno));
 	else
-		loop_add(g.loop, g.inofd, EPOLLIN, guard_on_inotify, &g);
+		loop_add(g.loop, g.inofd, EPOLLIN, on_inotify, &g);
 	guard_watch_dir(&g, "/tmp");
 	for (size_t i = 0; i < o->n_socket_dirs; i++)
 		guard_watch_dir(&g, o->socket_dirs[i]);
@@ -819,7 +609,7 @@ int guard_run(const struct guard_options *o)
 		log_info("guarding with %zu rule(s) from %s, %zu .NET process(es) found; dumps go to %s", n_rules,
 		         o->rules_dir, g.n_procs, o->target.dump_dir);
 	}
-	guard_arm_timer(&g);
+	arm_timer(&g);
 	r = loop_run(g.loop);
 	if (r < 0) {
 		log_error("event loop failed: %s", strerror(-r));
@@ -835,7 +625,7 @@ out:
 	size_t n_procs = g.n_procs;
 	while (g.n_procs > 0) {
 		struct proc *p = g.procs[--g.n_procs];
-		proc_free(p);
+		guard_proc_free(p);
 	}
 	hook_runner_free(g.hooks); /* hooks still running are killed (journaled) */
 	g.hooks = NULL;

@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/log.h"
-#include "guard_internal.h"
+#include "guard_shared.h"
 
 /* ---- socket directories ----------------------------------------------- */
 
@@ -275,14 +275,11 @@ static const struct socket_dir *socket_dir_of_wd(struct guard *g, int wd)
 /* New names in the socket directories. At most 64 reads a turn, so that a
  * flood of names cannot keep the loop from everything else (epoll reports
  * the descriptor again). */
-void guard_on_inotify(struct loop *l, int fd, uint32_t events, void *ctx)
+void guard_on_inotify(struct guard *g, int fd)
 {
-	struct guard *g = ctx;
 	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
 	int64_t now = loop_now();
 	const struct socket_dir *last = NULL;
-	(void)l;
-	(void)events;
 
 	for (int reads = 0; reads < 64; reads++) {
 		ssize_t n = read(fd, buf, sizeof(buf));
@@ -310,7 +307,6 @@ void guard_on_inotify(struct loop *l, int fd, uint32_t events, void *ctx)
 			p += sizeof(*ev) + ev->len;
 		}
 	}
-	guard_arm_timer(g);
 }
 
 /* Logs a refused or foreign socket once per (process, path), and no more
@@ -393,6 +389,22 @@ void guard_candidate_failed(struct guard *g, const struct dn_target *t, int r, c
 		g->pend_due_min = e->due_ns;
 }
 
+/* A .NET process found, not in the table: into it, with nothing more to look
+ * for under its pid, its socket's directory watched, and its runtime asked
+ * who it is (a refusal or a dead socket comes back as
+ * guard_candidate_failed, which sets the pid's backoff: after the pend entry
+ * is gone). */
+static void found(struct guard *g, const struct dn_target *t)
+{
+	struct proc *p = guard_proc_add(g, t);
+
+	if (!p)
+		return;
+	guard_pend_forget(g, t->pid);
+	guard_watch_dir_of_socket(g, t->socket_path);
+	guard_proc_probe(p); /* may remove p */
+}
+
 /* Whether a pid is in the hands of its pend entry (a candidate of it failed
  * and it is looked at again after a backoff): scans leave it alone. */
 static int pend_holds(struct guard *g, const struct dn_target *t)
@@ -435,7 +447,7 @@ void guard_full_scan(struct guard *g)
 		}
 		if (pend_holds(g, &v[i]))
 			continue;
-		guard_proc_add(g, &v[i]);
+		found(g, &v[i]);
 		p = guard_proc_find(g, v[i].pid);
 		if (p)
 			p->seen_scan = 1;
@@ -511,7 +523,7 @@ void guard_light_scan(struct guard *g, int new_only)
 			continue;
 		probes++;
 		if (discovery_find_ex((pid_t)pid, &o, &t, err, sizeof(err)) == 0) {
-			guard_proc_add(g, &t);
+			found(g, &t);
 		} else {
 			if (o.foreign[0])
 				warn_foreign(g, &t, o.foreign, o.foreign_uid);
@@ -580,7 +592,7 @@ static void pend_check(struct guard *g, pid_t pid, int64_t now)
 	int r = discovery_find_ex(pid, &o, &t, err, sizeof(err));
 	if (r == 0 && t.starttime == st) {
 		e->n_hints = e->next_hint = 0;
-		guard_proc_add(g, &t); /* removes the entry, or sets its backoff */
+		found(g, &t); /* removes the entry, or sets its backoff */
 		return;
 	}
 	if (r == 0) {

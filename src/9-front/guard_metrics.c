@@ -12,7 +12,7 @@
 #include "dumpwatch/expo.h"
 #include "dumpwatch/exposrv.h"
 #include "dumpwatch/log.h"
-#include "guard_internal.h"
+#include "guard_shared.h"
 
 static void counter(struct strbuf *b, const char *name, const char *help, uint64_t v)
 {

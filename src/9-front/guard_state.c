@@ -3,14 +3,23 @@
  * Limits across restarts: after every fire the state file is rewritten
  * (state.h), before the dump starts, so that a crash during a dump cannot
  * lead to a second one. */
+#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dumpwatch/log.h"
-#include "guard_internal.h"
+#include "guard_shared.h"
 
 /* ---- state ------------------------------------------------------------ */
+
+void guard_state_failed(struct guard *g, const char *err)
+{
+	struct json_object *rec = json_object_new_object();
+
+	json_object_object_add(rec, "error", json_object_new_string(err));
+	journal_write(g->journal, "state-failed", rec);
+}
 
 static int same_key(const struct state_record *k, const char *rule, uint64_t hash, const struct dn_target *t)
 {
@@ -104,7 +113,7 @@ void guard_save_state(struct guard *g)
 	}
 	if (state_save(g->state_path, recs, n, err, sizeof(err)) < 0) {
 		log_error("%s; limits will not survive a restart until this is fixed", err);
-		guard_journal_error(g, "state-failed", json_object_new_object(), err);
+		guard_state_failed(g, err);
 	}
 	free(recs);
 }

@@ -11,7 +11,7 @@
 
 #include "dumpwatch/metrics.h"
 #include "dumpwatch/units.h"
-#include "guard_internal.h"
+#include "guard_shared.h"
 
 static const char *proc_state(const struct proc *p)
 {

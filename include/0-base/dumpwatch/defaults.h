@@ -1,10 +1,11 @@
 /* Defaults, named once and side by side: of the command line (the one-process
- * watch, the guard, record, the views, check) and of rule files. main.c
- * starts from these and prints them in --help; rulefile.c fills a rule's
- * missing keys from them. Each says why it is what it is; where the command
- * line and rule files differ (the cooldown), it is because a person at a
- * terminal and an unattended service want different things. The man pages
- * give the values to readers. */
+ * watch, the guard, record, the views, check) and of rule files. The
+ * commands (src/9-front/cmd_*.c) start from these and print them in --help;
+ * rulefile.c fills a rule's missing keys from them. Each says why it is what
+ * it is; where the command line and rule files differ (the cooldown), it is
+ * because a person at a terminal and an unattended service want different
+ * things. The man pages state the values for readers (test_manpages.sh holds
+ * dumpwatch(8)'s against --help's). */
 #ifndef DUMPWATCH_DEFAULTS_H
 #define DUMPWATCH_DEFAULTS_H
 

@@ -2,7 +2,7 @@
  * behind `dumpwatch import dotnet-monitor`. Pure: the settings text in, the
  * text of one rule file per convertible collection rule and one note per part
  * that could not be carried over out; reading and writing files is the
- * caller's (src/9-front/main.c).
+ * caller's (src/9-front/cmd_import.c).
  *
  * The input is a dotnet-monitor settings file (JSON, keys matched without
  * regard to case as .NET's configuration does) with a "CollectionRules"

@@ -1,7 +1,7 @@
 /* The guard: dumpwatch as a service. Watches a rules directory, attaches to
  * every .NET process that an enabled rule matches (running at start or started
  * later), evaluates each process's rules on its own event stream, dumps within
- * the rules' limits, and journals everything. main.c only fills
+ * the rules' limits, and journals everything. cmd_guard.c only fills
  * guard_options. */
 #ifndef DUMPWATCH_GUARD_H
 #define DUMPWATCH_GUARD_H

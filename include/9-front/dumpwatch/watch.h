@@ -1,6 +1,6 @@
 /* The watcher: attaches to a process, evaluates rules on its metrics as events
  * arrive, runs dumps when they fire and journals everything. It owns the event
- * loop, the sessions, the dump jobs and the journal; main.c only fills
+ * loop, the sessions, the dump jobs and the journal; cmd_watch.c only fills
  * watch_options. */
 #ifndef DUMPWATCH_WATCH_H
 #define DUMPWATCH_WATCH_H

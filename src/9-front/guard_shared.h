@@ -1,9 +1,16 @@
-/* What the guard's files share (guard.c, guard_find.c, guard_state.c): the
- * guard's state and the process table. Not a public header. */
-#ifndef DUMPWATCH_GUARD_INTERNAL_H
-#define DUMPWATCH_GUARD_INTERNAL_H
+/* What the guard's files share: the guard's state, a process of its table,
+ * the figures they tune, and each file's functions. Not a public header.
+ *
+ * Calls run one way: guard.c (the run, the rules, the targets' hooks, the
+ * timer) uses guard_find.c (finding processes), guard_procs.c (the process
+ * table and its descriptors), guard_state.c (limits kept), guard_metrics.c
+ * and guard_status.c; guard_find.c uses guard_procs.c; guard_procs.c uses
+ * guard_state.c. What a lower file must tell a higher one goes through the
+ * targets' hooks (guard.c's, which guard_procs.c hands every new target) or
+ * is done by the caller (guard.c re-arms the timer after the finder ran). */
+#ifndef DUMPWATCH_GUARD_SHARED_H
+#define DUMPWATCH_GUARD_SHARED_H
 
-#include <json-c/json.h>
 #include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -106,6 +113,7 @@ struct warned {
 struct guard {
 	const struct guard_options *o;
 	struct target_config tcfg;
+	const struct target_hooks *proc_hooks; /* guard.c's: what every process's target tells the guard */
 	struct loop *loop;
 	struct journal *journal;
 	struct ruleset *rs;
@@ -159,20 +167,36 @@ struct guard {
 	int64_t start_ns;
 };
 
-/* guard.c: the process table. */
+/* guard_procs.c: the process table and its descriptors. */
 struct proc *guard_proc_find(struct guard *g, pid_t pid);
-/* A .NET process found: its target asks who it is (hooks apply the rules). */
-void guard_proc_add(struct guard *g, const struct dn_target *t);
-void guard_proc_remove(struct guard *g, struct proc *p, const char *why);
 int guard_proc_attached(const struct proc *p);
 const char *guard_proc_name(const struct proc *p);
-void guard_arm_timer(struct guard *g);
-void guard_journal_error(struct guard *g, const char *event, struct json_object *rec, const char *err);
+/* A .NET process found: into the table with a target of its own (hooks:
+ * g->proc_hooks). Returns it, or NULL when out of memory. */
+struct proc *guard_proc_add(struct guard *g, const struct dn_target *t);
+/* Asks p's runtime who it is (without waiting: the probed hook answers),
+ * when a descriptor is free; else p waits for one. May remove p. */
+void guard_proc_probe(struct proc *p);
+/* Takes p out of the table and frees it; its detach record (when it was
+ * attached) says why. */
+void guard_proc_remove(struct guard *g, struct proc *p, const char *why);
+/* Frees p at the guard's stop (a dump in progress is abandoned). */
+void guard_proc_free(struct proc *p);
+/* Whether need more descriptors can be held without eating into the reserve. */
+int guard_fds_allow(struct guard *g, uint64_t need);
+/* Whether p may take the descriptors of an attachment now; if not, it waits
+ * for them (guard_fd_wait_begin). */
+int guard_may_attach(struct proc *p);
+/* p is not attached for want of descriptors, or no longer waits (attached,
+ * gone, or no rule wants it): journaled once for all processes waiting. */
+void guard_fd_wait_begin(struct proc *p);
+void guard_fd_wait_end(struct proc *p);
 
 /* guard_find.c: finding processes. */
 void guard_watch_dir(struct guard *g, const char *dir);
 void guard_watch_dir_of_socket(struct guard *g, const char *socket_path);
-void guard_on_inotify(struct loop *l, int fd, uint32_t events, void *ctx);
+/* New names in the socket directories, read from the inotify descriptor fd. */
+void guard_on_inotify(struct guard *g, int fd);
 /* A candidate's socket was refused (-EPERM) or dead: look again later. */
 void guard_candidate_failed(struct guard *g, const struct dn_target *t, int r, const char *err);
 void guard_full_scan(struct guard *g);
@@ -195,6 +219,8 @@ void guard_metrics_close(struct guard *g);
 char *guard_metrics_text(void *ctx);
 
 /* guard_state.c: limits kept across rule changes and restarts. */
+/* The state file could not be read or written: journaled (state-failed). */
+void guard_state_failed(struct guard *g, const char *err);
 void guard_keep_state(struct guard *g, const struct proc *p, const struct target_rule *gr);
 int guard_take_state(struct guard *g, const struct proc *p, const char *rule, uint64_t hash, struct eval_state *st);
 void guard_forget_state(struct guard *g, const struct dn_target *t);
