@@ -21,7 +21,7 @@
 
 #include "dumpwatch/text.h"
 
-#include "discovery_internal.h"
+#include "discovery_shared.h"
 #include "dumpwatch/ipc.h"
 #include "dumpwatch/jsonl.h"
 #include "dumpwatch/log.h"

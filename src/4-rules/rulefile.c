@@ -12,7 +12,7 @@
  * (node i's path is its chain of parents: rules[1].limits.cooldown). The
  * validator walks the scanner's tree and json-c's objects side by side, so
  * every message carries the line:column of the key or value it is about. */
-#include "rulefile_internal.h"
+#include "rulefile_shared.h"
 
 #include <errno.h>
 #include <fnmatch.h>

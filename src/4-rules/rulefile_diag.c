@@ -3,7 +3,7 @@
  * than the caller has room for, sorted by position, and formatted with the
  * file's path. Quoted text is cut and made printable (rf_shown); an unknown
  * key gets the nearest known one suggested (rf_near_key). */
-#include "rulefile_internal.h"
+#include "rulefile_shared.h"
 
 #include <stdarg.h>
 #include <stdio.h>

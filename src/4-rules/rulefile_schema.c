@@ -37,7 +37,7 @@
  * diagnostic instead, which quotes nothing of it (nor do syntax errors). Bounds: a file over
  * RULEFILE_SIZE_MAX bytes, nesting deeper than RULEFILE_DEPTH_MAX, or more than
  * RULEFILE_RULES_MAX rules is refused. */
-#include "rulefile_internal.h"
+#include "rulefile_shared.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -538,7 +538,7 @@ void rf_parse_rule(struct rf_ctx *c, int node, struct json_object *obj, int top,
 
 	memset(fr, 0, sizeof(*fr));
 	fr->enabled = 1;
-	fr->rule.dump_type = DW_DEFAULT_DUMP_TYPE;
+	fr->rule.dump_type = RULE_DEFAULT_DUMP_TYPE;
 	fr->rule.limits.max_dumps = DW_DEFAULT_MAX_DUMPS;
 	fr->rule.limits.window_ns = DW_DEFAULT_RULE_WINDOW_NS;
 	fr->rule.limits.cooldown_ns = DW_DEFAULT_RULE_COOLDOWN_NS;

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dump_internal.h"
+#include "dump_shared.h"
 #include "dumpwatch/ipc.h"
 #include "dumpwatch/store.h"
 #include "dumpwatch/text.h"

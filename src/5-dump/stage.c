@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dump_internal.h"
+#include "dump_shared.h"
 
 void stage_init(struct dump_stage *s)
 {

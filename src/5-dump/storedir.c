@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "dump_internal.h"
+#include "dump_shared.h"
 #include "dumpwatch/dump.h"
 #include "dumpwatch/trust.h"
 

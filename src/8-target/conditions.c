@@ -12,7 +12,7 @@
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/log.h"
 #include "dumpwatch/units.h"
-#include "target_internal.h"
+#include "target_shared.h"
 
 int target_scan_known(struct target *t, int64_t now, struct json_object *known, struct json_object *unknown, char *line,
                       size_t linelen)

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/log.h"
-#include "target_internal.h"
+#include "target_shared.h"
 
 static void on_dump_deleted(void *ctx, const char *path, uint64_t bytes, int context_only)
 {

@@ -7,7 +7,7 @@
 
 #include "dumpwatch/defaults.h"
 #include "dumpwatch/log.h"
-#include "target_internal.h"
+#include "target_shared.h"
 
 static int64_t proc_interval(const struct target *t)
 {

@@ -39,7 +39,7 @@
 #include "dumpwatch/log.h"
 #include "dumpwatch/procstat.h"
 #include "dumpwatch/report.h"
-#include "target_internal.h"
+#include "target_shared.h"
 
 #define TARGET_SESSION_BUFFER_MB 16
 

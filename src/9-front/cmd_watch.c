@@ -141,7 +141,7 @@ static int run(int argc, char **argv)
 	cli_getopt_add(&g, target_cli_options);
 	memset(&c, 0, sizeof(c));
 	target_cli_init(&c.t);
-	c.rule.dump_type = DW_DEFAULT_DUMP_TYPE;
+	c.rule.dump_type = RULE_DEFAULT_DUMP_TYPE;
 	c.max_dumps = DW_DEFAULT_MAX_DUMPS;
 	c.cooldown_ns = DW_DEFAULT_WATCH_COOLDOWN_NS;
 	optind = 0;
@@ -186,7 +186,7 @@ static void help_options(FILE *f)
 	cli_help_option(f, "-p, --pid PID", "the process to watch");
 	cli_help_option(f, "-w, --when EXPR", "a condition (repeatable; all must hold)");
 	cli_help_option(f, "-t, --dump-type TYPE", "normal | withheap | triage | full (default %s)",
-	                rule_dump_type_name(DW_DEFAULT_DUMP_TYPE));
+	                rule_dump_type_name(RULE_DEFAULT_DUMP_TYPE));
 	cli_help_option(f, "-n, --max-dumps N", "exit after the N-th dump (default %d; 0 = no limit)",
 	                DW_DEFAULT_MAX_DUMPS);
 	cli_help_option(f, "-c, --cooldown DURATION", "least time between two dumps (default %s)", cooldown);

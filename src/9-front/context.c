@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "context_internal.h"
+#include "context_shared.h"
 #include "dumpwatch/dumpctx.h"
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/text.h"

@@ -74,7 +74,7 @@ static void help(FILE *f)
 	fprintf(f,
 	        "\noptions of the guard (--rules-dir; limits and dump type come from the rule files, by default\n"
 	        "max-dumps %d, cooldown %s, type %s):\n",
-	        DW_DEFAULT_MAX_DUMPS, rule_cooldown, rule_dump_type_name(DW_DEFAULT_DUMP_TYPE));
+	        DW_DEFAULT_MAX_DUMPS, rule_cooldown, rule_dump_type_name(RULE_DEFAULT_DUMP_TYPE));
 	cmd_guard.help_options(f);
 	fputc('\n', f);
 	cli_help_exit_codes(f);

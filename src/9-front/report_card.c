@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "context_internal.h"
+#include "context_shared.h"
 #include "dumpwatch/dumpctx.h"
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/plot.h"

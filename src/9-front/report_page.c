@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "context_internal.h"
+#include "context_shared.h"
 #include "dumpwatch/defaults.h"
 #include "dumpwatch/dumpctx.h"
 #include "dumpwatch/fds.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "context_internal.h"
+#include "context_shared.h"
 #include "dumpwatch/dumpctx.h"
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/text.h"

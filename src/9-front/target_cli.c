@@ -82,7 +82,7 @@ void target_cli_init(struct target_cli *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->dump_dir = DW_DEFAULT_DUMP_DIR;
-	c->via = DW_DEFAULT_DUMP_VIA;
+	c->via = DUMP_VIA_DEFAULT;
 	c->counter_interval_ns = DW_DEFAULT_COUNTER_INTERVAL_NS;
 	c->dump_timeout_ns = DW_DEFAULT_DUMP_TIMEOUT_NS;
 	c->history_ns = DW_DEFAULT_HISTORY_NS;
@@ -305,7 +305,7 @@ void target_cli_help(FILE *f)
 	cli_help_option(f, "-d, --dump-dir DIR", "where dumps go (default %s, the current directory)",
 	                DW_DEFAULT_DUMP_DIR);
 	cli_help_option(f, "--dump-via HOW", "runtime | exec | auto (default %s: the runtime's dump command)",
-	                dump_via_name(DW_DEFAULT_DUMP_VIA));
+	                dump_via_name(DUMP_VIA_DEFAULT));
 	cli_help_option(f, "--createdump PATH",
 	                "the createdump that --dump-via exec runs (default: the host's runtime\n"
 	                "of the target's version); implies --dump-via exec");

@@ -4,7 +4,7 @@
  * process (`sleep`) given a fake diagnostics socket. No .NET needed. */
 #include "dumpwatch/discovery.h"
 
-#include "../../src/2-discover/discovery_internal.h"
+#include "../../src/2-discover/discovery_shared.h"
 #include "check.h"
 
 #include <errno.h>

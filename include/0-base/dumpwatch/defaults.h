@@ -9,10 +9,9 @@
 #ifndef DUMPWATCH_DEFAULTS_H
 #define DUMPWATCH_DEFAULTS_H
 
-/* Macros only, of any layer's values: a value named here (a dump type,
- * DUMP_WITHHEAP of ipc.h; a way of dumping, DUMP_VIA_AUTO of dump.h) is
- * resolved where it is used, which includes its own header; this one
- * includes none, so that every layer may read it. */
+/* Values of this layer's kind only (numbers, durations, paths, names): a
+ * default that is another layer's value (a dump type, a way of dumping) is
+ * defined beside its type, in that layer's header. */
 
 #define DW_NS_PER_SEC 1000000000LL
 
@@ -38,16 +37,6 @@
 /* limits.window: 0 counts max-dumps over the life of the process, so a
  * process dumped once is dumped again only after it restarts (a new pid). */
 #define DW_DEFAULT_RULE_WINDOW_NS 0
-
-/* --dump-type and dump.type: the GC heap is what a memory incident is about
- * (the object graph dotnet-dump and PerfView read); normal and triage lack
- * it, and full adds every mapped image for a file several times larger. */
-#define DW_DEFAULT_DUMP_TYPE DUMP_WITHHEAP
-
-/* --dump-via: auto is the runtime's dump command (dump.h): the target's
- * runtime forks the createdump it ships, as the target's user inside its
- * namespaces, and root executes no file. */
-#define DW_DEFAULT_DUMP_VIA DUMP_VIA_AUTO
 
 /* --dump-dir of the one-process watch: it is run by hand, so dumps land where
  * the operator stands. The guard is given its directory (the service's is

@@ -70,6 +70,12 @@ int rule_cond_parse(const char *text, struct rule_cond *out, char *err, size_t e
 /* True when value satisfies the condition's comparison (not its duration). */
 int rule_cond_test(const struct rule_cond *c, double value);
 
+/* --dump-type and dump.type by default: the GC heap is what a memory
+ * incident is about (the object graph dotnet-dump and PerfView read); normal
+ * and triage lack it, and full adds every mapped image for a file several
+ * times larger. */
+#define RULE_DEFAULT_DUMP_TYPE DUMP_WITHHEAP
+
 /* Parses "normal|withheap|triage|full". Returns 0 or -EINVAL. */
 int rule_dump_type_parse(const char *text, enum dump_type *out);
 const char *rule_dump_type_name(enum dump_type t);

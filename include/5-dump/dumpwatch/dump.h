@@ -51,6 +51,11 @@
 
 enum dump_via { DUMP_VIA_AUTO = 0, DUMP_VIA_RUNTIME, DUMP_VIA_EXEC };
 
+/* --dump-via by default: auto is the runtime's dump command: the target's
+ * runtime forks the createdump it ships, as the target's user inside its
+ * namespaces, and root executes no file. */
+#define DUMP_VIA_DEFAULT DUMP_VIA_AUTO
+
 struct dump_request {
 	pid_t pid; /* host pid */
 	uid_t uid; /* the target's real uid and gid */

@@ -2,8 +2,8 @@
  * positions, the top level), rulefile_schema.c (the format's objects and keys)
  * and rulefile_diag.c (the diagnostics they record). Not a public contract:
  * rulefile.h is. */
-#ifndef DUMPWATCH_RULEFILE_INTERNAL_H
-#define DUMPWATCH_RULEFILE_INTERNAL_H
+#ifndef DUMPWATCH_RULEFILE_SHARED_H
+#define DUMPWATCH_RULEFILE_SHARED_H
 
 #include <json-c/json.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* What the files of `show` and `report` share: context.c's typed reads and
  * formats of a parsed context, and report_card.c's card for report_page.c.
  * Not a public contract: context.h is. */
-#ifndef DUMPWATCH_CONTEXT_INTERNAL_H
-#define DUMPWATCH_CONTEXT_INTERNAL_H
+#ifndef DUMPWATCH_CONTEXT_SHARED_H
+#define DUMPWATCH_CONTEXT_SHARED_H
 
 #include <json-c/json.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* The pure helpers of discovery.c, exposed for tests/unit/test_discovery.c
  * only: parsing /proc text, matching socket names, naming processes, cutting
  * columns, and the directory scan. Not a public contract. */
-#ifndef DUMPWATCH_DISCOVERY_INTERNAL_H
-#define DUMPWATCH_DISCOVERY_INTERNAL_H
+#ifndef DUMPWATCH_DISCOVERY_SHARED_H
+#define DUMPWATCH_DISCOVERY_SHARED_H
 
 #include <stddef.h>
 #include <stdio.h>

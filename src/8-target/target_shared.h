@@ -2,8 +2,8 @@
  * conditions.c): the target's state and the journal records they all start
  * from. target.c holds the attach state machine and calls the others; they
  * never call back into it. Not a public header. */
-#ifndef DUMPWATCH_TARGET_INTERNAL_H
-#define DUMPWATCH_TARGET_INTERNAL_H
+#ifndef DUMPWATCH_TARGET_SHARED_H
+#define DUMPWATCH_TARGET_SHARED_H
 
 #include <json-c/json.h>
 #include <limits.h>

@@ -2,8 +2,8 @@
  * opening a path inside a process's root without following links, and the
  * staging directory a runtime of another user writes a dump in. Not a
  * public header. */
-#ifndef DUMPWATCH_DUMP_INTERNAL_H
-#define DUMPWATCH_DUMP_INTERNAL_H
+#ifndef DUMPWATCH_DUMP_SHARED_H
+#define DUMPWATCH_DUMP_SHARED_H
 
 #include <stddef.h>
 #include <stdint.h>
