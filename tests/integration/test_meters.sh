@@ -71,12 +71,18 @@ start_dw --pid "$APP_PID" --when "meter $meter/queue.depth >= 100" --when "meter
 	--dump-type triage --dump-dir "$DUMPS" --journal "$JOURNAL"
 wait_attached
 # Only what is measured while a session listens is published (a gauge is
-# measured at each collection).
+# measured at each collection): the orders and requests are made once
+# counters has printed its first collection, so that they fall inside its
+# session whatever the machine's load.
+"$DUMPWATCH" counters --pid "$APP_PID" --meters "$meter" --format json --duration 4s >"$T/counters.json" \
+	2>"$T/counters.err" &
+COUNTERS=$!
+PIDS+=("$COUNTERS")
+wait_for "[ -s '$T/counters.json' ]" 30 || fail "counters printed nothing: $(cat "$T/counters.err")"
 app_cmd "order 1 /api/orders"
 app_cmd "order 1 /api/cart"
 app_cmd "request 5 100 /api/orders"
-"$DUMPWATCH" counters --pid "$APP_PID" --meters "$meter" --format json --duration 3s >"$T/counters.json" \
-	2>"$T/counters.err" || fail "counters failed: $(cat "$T/counters.err")"
+wait "$COUNTERS" || fail "counters failed: $(cat "$T/counters.err")"
 last=$(tail -1 "$T/counters.json")
 jq -e '[.meters[] | select(.instrument == "queue.depth")][0] | .kind == "gauge" and .value == 150 and .unit == "{item}"' \
 	<<<"$last" >/dev/null || fail "counters does not show queue.depth = 150: $(jq -c .meters <<<"$last")"
