@@ -17,8 +17,9 @@
  *                with exactly one of above/below; "for" defaults to 0 (at
  *                once). VALUE is a string with its unit ("500MB", "90%"); a
  *                JSON number is accepted only for a metric without a unit.
- *   dump         {type, dir, name}: type normal|withheap|triage|full (default
- *                withheap); dir an absolute directory (default "": the
+ *   dump         {type, dir, name, heap-summary}: type
+ *                normal|withheap|triage|full|gcdump (default withheap);
+ *                heap-summary true or false (default false); dir an absolute directory (default "": the
  *                daemon's; that it lies inside a directory the daemon allows
  *                is rulefile_check_dump_dirs's part); name a file name
  *                template using only {name} {pid} {rule} {time} {container}
@@ -287,7 +288,7 @@ static void parse_when(struct rf_ctx *c, const struct rf_field *f, struct rule *
 /* ---- rule parts -------------------------------------------------------- */
 
 static const char *const process_keys[] = {"name", "cmdline", "user", "pid", NULL};
-static const char *const dump_keys[] = {"type", "dir", "name", NULL};
+static const char *const dump_keys[] = {"type", "dir", "name", "heap-summary", NULL};
 static const char *const limits_keys[] = {"max-dumps", "window", "cooldown", NULL};
 static const char *const hooks_keys[] = {"on-fire", "on-dump", "timeout", NULL};
 static const char *const upload_keys[] = {"prefix", "keep-local", NULL};
@@ -374,7 +375,7 @@ static void check_template(struct rf_ctx *c, int node, const char *t)
 
 static void parse_dump(struct rf_ctx *c, const struct rf_field *df, struct file_rule *fr)
 {
-	struct rf_field f[3];
+	struct rf_field f[4];
 	char s[64], q[80];
 
 	if (!is_object(c, df, "dump"))
@@ -383,7 +384,7 @@ static void parse_dump(struct rf_ctx *c, const struct rf_field *df, struct file_
 	if (f[0].node >= 0 && get_string(c, &f[0], "type", s, sizeof(s)) == 0 &&
 	    rule_dump_type_parse(s, &fr->rule.dump_type) < 0)
 		rf_diag(c, K_DUMP, rf_val_off(c, f[0].node),
-		        "dump type \"%s\" is not one of normal, withheap, triage, full", rf_shown(s, q, sizeof(q)));
+		        "dump type \"%s\" is not one of normal, withheap, triage, full, gcdump", rf_shown(s, q, sizeof(q)));
 	if (f[1].node >= 0 && get_string(c, &f[1], "dir", fr->dump_dir, sizeof(fr->dump_dir)) == 0) {
 		jsonpos_line_col(&c->jp, rf_val_off(c, f[1].node), &fr->dump_dir_line, &fr->dump_dir_column);
 		if (fr->dump_dir[0] && fr->dump_dir[0] != '/')
@@ -393,6 +394,12 @@ static void parse_dump(struct rf_ctx *c, const struct rf_field *df, struct file_
 	}
 	if (f[2].node >= 0 && get_string(c, &f[2], "name", fr->name_template, sizeof(fr->name_template)) == 0)
 		check_template(c, f[2].node, fr->name_template);
+	if (f[3].node >= 0) {
+		if (json_object_is_type(f[3].v, json_type_boolean))
+			fr->rule.heap_summary = json_object_get_boolean(f[3].v);
+		else
+			rf_diag(c, K_TYPE, rf_val_off(c, f[3].node), "\"heap-summary\" must be true or false");
+	}
 }
 
 static void parse_limits(struct rf_ctx *c, const struct rf_field *lf, struct rule_limits *l)

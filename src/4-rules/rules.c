@@ -514,13 +514,14 @@ static const char *const dump_type_names[] = {
     [DUMP_WITHHEAP] = "withheap",
     [DUMP_TRIAGE] = "triage",
     [DUMP_FULL] = "full",
+    [DUMP_GCDUMP] = "gcdump",
 };
 
 int rule_dump_type_parse(const char *text, enum dump_type *out)
 {
 	if (!text)
 		return -EINVAL;
-	for (int t = DUMP_NORMAL; t <= DUMP_FULL; t++) {
+	for (int t = DUMP_NORMAL; t <= DUMP_GCDUMP; t++) {
 		const char *a = text, *b = dump_type_names[t];
 		while (*a && *b && text_lower(*a) == *b) {
 			a++;
@@ -536,7 +537,7 @@ int rule_dump_type_parse(const char *text, enum dump_type *out)
 
 const char *rule_dump_type_name(enum dump_type t)
 {
-	if (t >= DUMP_NORMAL && t <= DUMP_FULL)
+	if (t >= DUMP_NORMAL && t <= DUMP_GCDUMP)
 		return dump_type_names[t];
 	return "unknown";
 }

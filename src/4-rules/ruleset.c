@@ -163,6 +163,7 @@ uint64_t ruleset_rule_hash(const struct file_rule *r)
 	h = fnv_i64(h, ru->limits.window_ns);
 	h = fnv_i64(h, ru->limits.cooldown_ns);
 	h = fnv_i64(h, ru->dump_type);
+	h = fnv_i64(h, ru->heap_summary);
 	h = fnv_str(h, r->filter.name);
 	h = fnv_str(h, r->filter.cmdline);
 	h = fnv_i64(h, r->filter.has_pid);

@@ -20,17 +20,20 @@
 
 enum {
 	OPT_LAUNCHER = CLI_VAL_WATCH,
+	OPT_HEAP_SUMMARY,
 };
 
 /* Said when the guard is given the watch's rule, limits or PID MB. */
 static const char watch_only[] = "--rules-dir takes its rules, limits and processes from the rule files; --pid, "
-                                 "--when, --dump-type, --max-dumps, --cooldown and PID MB are for watching one "
+                                 "--when, --dump-type, --heap-summary, --max-dumps, --cooldown and PID MB are for "
+                                 "watching one "
                                  "process";
 
 static const struct cli_option watch_options[] = {
     {{"pid", required_argument, NULL, 'p'}, watch_only},
     {{"when", required_argument, NULL, 'w'}, watch_only},
     {{"dump-type", required_argument, NULL, 't'}, watch_only},
+    {{"heap-summary", no_argument, NULL, OPT_HEAP_SUMMARY}, watch_only},
     {{"max-dumps", required_argument, NULL, 'n'}, watch_only},
     {{"cooldown", required_argument, NULL, 'c'}, watch_only},
     {{"launcher", required_argument, NULL, OPT_LAUNCHER},
@@ -68,9 +71,12 @@ static int watch_option(struct watch_cli *c, int opt, const char *arg)
 		return 0;
 	case 't':
 		if (rule_dump_type_parse(arg, &c->rule.dump_type) < 0) {
-			log_error("--dump-type must be normal, withheap, triage or full, not \"%s\"", arg);
+			log_error("--dump-type must be normal, withheap, triage, full or gcdump, not \"%s\"", arg);
 			return -EINVAL;
 		}
+		return 0;
+	case OPT_HEAP_SUMMARY:
+		c->rule.heap_summary = 1;
 		return 0;
 	case 'n':
 		return cli_count_option("--max-dumps", arg, 100000, &c->max_dumps);
@@ -185,8 +191,11 @@ static void help_options(FILE *f)
 	units_format_duration(DW_DEFAULT_WATCH_COOLDOWN_NS, cooldown, sizeof(cooldown));
 	cli_help_option(f, "-p, --pid PID", "the process to watch");
 	cli_help_option(f, "-w, --when EXPR", "a condition (repeatable; all must hold)");
-	cli_help_option(f, "-t, --dump-type TYPE", "normal | withheap | triage | full (default %s)",
+	cli_help_option(f, "-t, --dump-type TYPE", "normal | withheap | triage | full | gcdump (default %s)",
 	                rule_dump_type_name(RULE_DEFAULT_DUMP_TYPE));
+	cli_help_option(f, "--heap-summary",
+	                "after the dump, a heap snapshot for its context: the heap\n"
+	                "by type and what holds it (induces a full blocking GC)");
 	cli_help_option(f, "-n, --max-dumps N", "exit after the N-th dump (default %d; 0 = no limit)",
 	                DW_DEFAULT_MAX_DUMPS);
 	cli_help_option(f, "-c, --cooldown DURATION", "least time between two dumps (default %s)", cooldown);

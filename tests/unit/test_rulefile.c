@@ -234,7 +234,7 @@ static const struct bad_text bad_texts[] = {
     {RULE_HEAD "\"process\": {\"pid\": -3}}", "1:60: \"pid\" must be a positive integer"},
     {RULE_HEAD "\"process\": {\"user\": true}}", "1:61: \"user\" must be a user name or a uid"},
     {RULE_HEAD "\"dump\": {\"type\": \"heap\"}}",
-     "1:58: dump type \"heap\" is not one of normal, withheap, triage, full"},
+     "1:58: dump type \"heap\" is not one of normal, withheap, triage, full, gcdump"},
     {RULE_HEAD "\"dump\": {\"dir\": \"dumps\"}}",
      "1:57: dump dir \"dumps\" must be an absolute path, such as \"/var/lib/dumpwatch/dumps\""},
     {RULE_HEAD "\"dump\": {\"name\": \"a/{pid}\"}}", "1:58: dump name \"a/{pid}\" must be a file name, without '/'"},

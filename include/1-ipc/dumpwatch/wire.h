@@ -9,9 +9,10 @@
 
 #include "dumpwatch/strbuf.h"
 
-/* The kinds of dump the runtime's dump command writes (its DumpType; a rule's
- * dump type is one of them). */
-enum dump_type { DUMP_NORMAL = 1, DUMP_WITHHEAP = 2, DUMP_TRIAGE = 3, DUMP_FULL = 4 };
+/* The kinds of dump the runtime's dump command writes (its DumpType), and
+ * DUMP_GCDUMP, which is never sent: a heap snapshot taken over EventPipe and
+ * written as a .gcdump file (heapgraph.h). A rule's dump type is one of them. */
+enum dump_type { DUMP_NORMAL = 1, DUMP_WITHHEAP = 2, DUMP_TRIAGE = 3, DUMP_FULL = 4, DUMP_GCDUMP = 5 };
 
 #define IPC_HEADER_SIZE 20
 #define IPC_MAX_MESSAGE 65535 /* the size field is a u16 */

@@ -60,6 +60,10 @@ struct rule {
 	struct rule_cond conds[RULE_MAX_CONDS];
 	struct rule_limits limits;
 	enum dump_type dump_type;
+	/* After the dump, a heap snapshot for its context: the heap by type
+	 * and what holds it (a gcdump dump has it always). It induces a full
+	 * blocking GC in the target, so a rule asks for it. */
+	int heap_summary;
 };
 
 /* Parses one condition. Returns 0, or -EINVAL / -ENOENT with a sentence in err
@@ -76,7 +80,7 @@ int rule_cond_test(const struct rule_cond *c, double value);
  * times larger. */
 #define RULE_DEFAULT_DUMP_TYPE DUMP_WITHHEAP
 
-/* Parses "normal|withheap|triage|full". Returns 0 or -EINVAL. */
+/* Parses "normal|withheap|triage|full|gcdump". Returns 0 or -EINVAL. */
 int rule_dump_type_parse(const char *text, enum dump_type *out);
 const char *rule_dump_type_name(enum dump_type t);
 
