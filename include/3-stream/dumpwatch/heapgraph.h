@@ -60,7 +60,11 @@ enum hg_root_kind {
 struct hg_type {
 	uint64_t id;     /* the runtime's TypeID (its MethodTable) */
 	uint64_t module; /* ModuleID, 0 unknown */
-	char *name;      /* UTF-8, never NULL: "System.Byte[]"; a made-up "Type 0x7f..." when no BulkType named it */
+	/* UTF-8, never NULL, as PerfView and dotnet-gcdump show it
+	 * ("System.Collections.Generic.List<System.Byte[]>", from the runtime's
+	 * "List`1[System.Byte[]]"); a made-up "Type 0x7f..." when no GCBulkType
+	 * named it. */
+	char *name;
 };
 
 struct hg_node {
@@ -77,15 +81,20 @@ struct hg_root {
 	uint8_t kind;   /* enum hg_root_kind */
 	uint32_t flags; /* GCRootFlag: 1 pinning, 2 weak ref, 4 interior, 8 ref counted */
 	uint64_t id;    /* GCRootID: a handle, a stack slot, a static's address */
-	uint32_t owner_type; /* HG_ROOT_STATIC: the type index declaring the field, else HG_NONE */
-	char *name;          /* HG_ROOT_STATIC: the field's name ("s_entries"), else NULL */
+	/* HG_ROOT_STATIC: the type index of the event's TypeID, else HG_NONE.
+	 * The runtime sends the type of the field's value there, not the class
+	 * that declares the field (eventtrace.cpp, BulkStaticsLogger::WriteEntry),
+	 * although PerfView names the root "[static var TYPE.field]" with it. */
+	uint32_t owner_type;
+	char *name; /* HG_ROOT_STATIC: the field's name ("s_entries"), else NULL */
 };
 
 struct hg_limits {
-	uint64_t max_nodes; /* default 20,000,000 */
-	uint64_t max_edges; /* default 80,000,000 */
-	uint64_t max_types; /* default 1,000,000 */
-	uint64_t max_roots; /* default 4,000,000 */
+	uint64_t max_nodes;      /* default 20,000,000 */
+	uint64_t max_edges;      /* default 80,000,000 */
+	uint64_t max_types;      /* default 1,000,000 */
+	uint64_t max_roots;      /* default 4,000,000 */
+	uint64_t max_name_bytes; /* type names, all together; default 64 MiB */
 };
 
 /* What the limits cut, and what could not be placed. */
@@ -93,11 +102,15 @@ struct hg_cut {
 	uint64_t nodes, edges, types, roots; /* dropped past a limit */
 	uint64_t unresolved_edges;           /* to an address no node has (kept as HG_NONE) */
 	uint64_t unresolved_roots;
+	uint64_t names;        /* types left unnamed past max_name_bytes */
+	uint64_t lost_batches; /* GCBulkNode/GCBulkEdge batches the runtime dropped (a gap in their Index):
+	                        * the edges after one are misattributed */
+	uint64_t extra_edges;  /* edges beyond what the nodes declared */
 };
 
 struct heapgraph;
 
-/* A new, empty graph; lim may be NULL (defaults). NULL when out of memory. */
+/* A new, empty graph; lim may be NULL (defaults; a 0 field takes its default). NULL when out of memory. */
 struct heapgraph *hg_new(const struct hg_limits *lim);
 void hg_free(struct heapgraph *g);
 
@@ -130,5 +143,11 @@ uint32_t hg_find(const struct heapgraph *g, uint64_t addr);
 const struct hg_cut *hg_cut(const struct heapgraph *g);
 /* The induced GC's number, 0 when not seen. */
 uint32_t hg_gc_count(const struct heapgraph *g);
+/* The target's pause for the walk, as event timestamps (QPC ticks): the
+ * last GCSuspendEEBegin before the induced GCStart, the first
+ * GCRestartEEEnd after its GCEnd. 0, or -ENODATA when either is missing. */
+int hg_pause(const struct heapgraph *g, int64_t *ret_begin, int64_t *ret_end);
+/* The induced GC's GCStart and GCEnd timestamps; 0 or -ENODATA. */
+int hg_walk_span(const struct heapgraph *g, int64_t *ret_begin, int64_t *ret_end);
 
 #endif
