@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dumpwatch/cli.h"
 #include "dumpwatch/cmd.h"
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/exitcodes.h"
+#include "dumpwatch/gcdump.h"
 #include "dumpwatch/heapsnap.h"
 #include "dumpwatch/heapsum.h"
 #include "dumpwatch/jsonl.h"
@@ -43,6 +45,7 @@ static void help(FILE *f)
 	cli_help_option(f, "--paths N", "retention paths of the N types of most bytes (default %d)", DEFAULT_PATHS);
 	cli_help_option(f, "--timeout D", "give up when the walk has not ended after D (default 2m)");
 	cli_help_option(f, "--save-trace FILE", "also write the event stream as it came (nettrace) to FILE");
+	cli_help_option(f, "--gcdump FILE", "also write the snapshot as a .gcdump (dotnet-gcdump's format) to FILE");
 }
 
 /* "1,234,567" */
@@ -219,6 +222,35 @@ static json_object *json_summary(pid_t pid, const struct heapsnap *snap, const s
 	return o;
 }
 
+/* The snapshot as a .gcdump at path; 0, or -1 with the error logged. */
+static int write_gcdump(const char *path, pid_t pid, const struct dn_target *t, const struct heapsnap *snap)
+{
+	char q[128], err[256];
+	struct timespec now;
+	text_quote(q, sizeof(q), path, strlen(path), 80);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		log_error("cannot create %s: %m", q);
+		return -1;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct gcdump_meta m = {.process_name = t->comm[0] ? t->comm : NULL,
+	                        .pid = (int32_t)pid,
+	                        .time_unix_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec,
+	                        .pointer_size = snap->pointer_size ? snap->pointer_size : 8};
+	int r = gcdump_write(fd, snap->graph, &m, err, sizeof(err));
+	if (close(fd) < 0 && r == 0) {
+		r = -errno;
+		snprintf(err, sizeof(err), "closing it failed: %s", strerror(errno));
+	}
+	if (r < 0) {
+		log_error("gcdump %s: %s", q, err);
+		unlink(path);
+		return -1;
+	}
+	return 0;
+}
+
 static int run(int argc, char **argv)
 {
 	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
@@ -226,17 +258,18 @@ static int run(int argc, char **argv)
 	                                     {"paths", required_argument, NULL, 'n'},
 	                                     {"timeout", required_argument, NULL, 't'},
 	                                     {"save-trace", required_argument, NULL, 's'},
+	                                     {"gcdump", required_argument, NULL, 'g'},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {NULL, 0, NULL, 0}};
 	pid_t pid = 0;
 	int json = 0, c;
 	long n_paths = DEFAULT_PATHS;
 	int64_t timeout = DEFAULT_TIMEOUT_NS;
-	const char *save = NULL;
+	const char *save = NULL, *gcdump = NULL;
 	char err[512];
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "p:jn:t:s:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:jn:t:s:g:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			help(stdout);
@@ -258,6 +291,9 @@ static int run(int argc, char **argv)
 			break;
 		case 's':
 			save = optarg;
+			break;
+		case 'g':
+			gcdump = optarg;
 			break;
 		default:
 			return DW_EXIT_USAGE;
@@ -297,6 +333,10 @@ static int run(int argc, char **argv)
 		return r == -ENOENT || r == -EACCES || r == -EPERM || r == -ECONNREFUSED ? DW_EXIT_TARGET
 		                                                                         : DW_EXIT_RUNTIME;
 	}
+	if (gcdump && write_gcdump(gcdump, pid, &t, &snap) < 0) {
+		hg_free(snap.graph);
+		return DW_EXIT_RUNTIME;
+	}
 	struct heapsum *s;
 	if (heapsum_build(snap.graph, (size_t)n_paths, &s) < 0) {
 		log_error("heap snapshot of %d: out of memory", (int)pid);
@@ -318,6 +358,6 @@ static int run(int argc, char **argv)
 const struct cmd cmd_heap = {
     .name = "heap",
     .run = run,
-    .synopsis = "heap [--json] [--paths N] [--timeout D] [--save-trace FILE] PID",
+    .synopsis = "heap [--json] [--paths N] [--timeout D] [--save-trace FILE] [--gcdump FILE] PID",
     .summary = "a heap snapshot of PID: objects by type and generation, and what holds them",
 };
