@@ -20,7 +20,7 @@
 
 static const struct cmd *const commands[] = {
     &cmd_watch, &cmd_guard,  &cmd_ps,   &cmd_record, &cmd_check,   &cmd_counters,
-    &cmd_gc,    &cmd_status, &cmd_show, &cmd_report, &cmd_metrics, &cmd_import,
+    &cmd_gc,    &cmd_status, &cmd_show, &cmd_report, &cmd_metrics, &cmd_import, &cmd_heap,
 };
 
 enum {

@@ -352,3 +352,43 @@ user_runtime() {
 	APP="$1/app/$(basename "$APP")"
 	mv "$RUNTIME_DIR/createdump" "$RUNTIME_DIR/createdump.real"
 }
+
+# dotnet_tool NAME: the path of the dotnet tool NAME (dotnet-gcdump,
+# dotnet-dump, dotnet-trace) at DW_DOTNET_TOOLS_VERSION, installed from NuGet
+# once into DW_DOTNET_TOOLS (kept across runs; a lock keeps two tests from
+# installing at once). Sets DOTNET_ROOT for the tool when it is not set.
+DW_DOTNET_TOOLS=${DW_DOTNET_TOOLS:-/tmp/dumpwatch-dotnet-tools}
+DW_DOTNET_TOOLS_VERSION=${DW_DOTNET_TOOLS_VERSION:-10.0.750501}
+dotnet_tool() {
+	local name=$1 dir="$DW_DOTNET_TOOLS/$DW_DOTNET_TOOLS_VERSION"
+	command -v dotnet >/dev/null || fail "no dotnet on PATH to install $name"
+	export DOTNET_ROOT=${DOTNET_ROOT:-$(dirname "$(readlink -f "$(command -v dotnet)")")}
+	mkdir -p "$dir"
+	(
+		flock 9
+		[ -x "$dir/$name" ] ||
+			dotnet tool install --tool-path "$dir" "$name" --version "$DW_DOTNET_TOOLS_VERSION" \
+				>"$dir/$name.install.log" 2>&1
+	) 9>"$dir/.lock" || fail "installing $name $DW_DOTNET_TOOLS_VERSION: $(tail -3 "$dir/$name.install.log")"
+	echo "$dir/$name"
+}
+
+# report_table FILE.gcdump OUT: dotnet-gcdump report of FILE as lines
+# "BYTES COUNT NAME" (numbers without separators, the module left out), and a
+# first line "total BYTES OBJECTS".
+report_table() {
+	local tool
+	tool=$(dotnet_tool dotnet-gcdump)
+	"$tool" report "$1" >"$2.raw" 2>&1 || fail "dotnet-gcdump report $1: $(tail -5 "$2.raw")"
+	awk '
+		/GC Heap bytes$/ { gsub(",", "", $1); bytes = $1 }
+		/GC Heap objects$/ { gsub(",", "", $1); print "total " bytes " " $1 }
+		/^ *Object Bytes/ { table = 1; next }
+		table && NF >= 3 {
+			b = $1; c = $2; gsub(",", "", b); gsub(",", "", c)
+			line = $0
+			sub(/^ *[0-9,]+ +[0-9,]+  /, "", line)
+			sub(/  \[[^]]*\]$/, "", line)
+			print b " " c " " line
+		}' "$2.raw" >"$2"
+}

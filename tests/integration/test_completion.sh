@@ -22,7 +22,7 @@ has() { # WORD CANDIDATES-FILE
 lacks() { ! grep -qx -- "$1" "$2" || fail "did not expect '$1' among: $(tr '\n' ' ' <"$2")"; }
 
 complete_words "" >"$T/c"
-for m in ps record check counters gc status show report metrics import; do has "$m" "$T/c"; done
+for m in ps record check counters gc status show report metrics import heap; do has "$m" "$T/c"; done
 has "$APP_PID" "$T/c"
 complete_words st >"$T/c"
 has status "$T/c"

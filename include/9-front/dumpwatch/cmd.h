@@ -30,6 +30,6 @@ struct cmd {
 
 extern const struct cmd cmd_watch, cmd_guard;
 extern const struct cmd cmd_ps, cmd_record, cmd_check, cmd_counters, cmd_gc, cmd_status, cmd_show, cmd_report,
-    cmd_metrics, cmd_import;
+    cmd_metrics, cmd_import, cmd_heap;
 
 #endif

@@ -15,6 +15,9 @@
 //   stall MS                a thread sits MS ms in native code that the runtime cannot interrupt
 //                           (SuppressGCTransition) while a GC is requested: a GC pause of ~MS
 //   info                    heap and GC figures as the runtime sees them
+//   cache N BYTES NODES     hold N byte[BYTES] in the static list Cache.s_entries and a tree of NODES
+//                           HeapNode objects (each with a HeapLeaf) in Graph.s_root, for the heap
+//                           snapshot tests; answers the counts and sizes it made
 //   sleep MS, exit
 // Every command answers "done <command> ..." with key=value figures.
 using System.Diagnostics;
@@ -137,6 +140,7 @@ string? Run(string line)
     case "bgc": return Bgc(Arg(1, 200), (int)Arg(2, 200));
     case "stall": return Stall((int)Arg(1, 1500));
     case "info": return Info();
+    case "cache": return HeapSet.Make((int)Arg(1, 400), (int)Arg(2, 1 << 20), (int)Arg(3, 100_000));
     case "sleep": Thread.Sleep((int)Arg(1, 0)); return "";
     case "exit": Console.WriteLine($"done {line}"); Environment.Exit((int)Arg(1, 0)); return null;
     default: return null;
@@ -164,4 +168,44 @@ static class Native {
     [DllImport("libc.so.6")] public static extern int timerfd_create(int clockid, int flags);
     [DllImport("libc.so.6")] public static extern int timerfd_settime(int fd, int flags, long[] spec, IntPtr old);
     [DllImport("libc.so.6")] public static extern int close(int fd);
+}
+
+// Known objects for the heap snapshot tests: what holds them is named by
+// the static fields, so that a retention path can be checked.
+static class Cache {
+    public static List<byte[]> s_entries = new();
+}
+
+sealed class HeapLeaf {
+    public long Value;
+}
+
+sealed class HeapNode {
+    public HeapNode? Left, Right;
+    public HeapLeaf Leaf = new();
+}
+
+static class Graph {
+    public static HeapNode? s_root;
+}
+
+static class HeapSet {
+    public static string Make(int n, int bytes, int nodes)
+    {
+        for (int i = 0; i < n; i++) {
+            var a = new byte[bytes];
+            a[0] = (byte)i;
+            Cache.s_entries.Add(a);
+        }
+        // A complete binary tree in breadth-first order: node i's children are 2i+1 and 2i+2.
+        var all = new HeapNode[nodes];
+        for (int i = 0; i < nodes; i++) all[i] = new HeapNode();
+        for (int i = 0; i < nodes; i++) {
+            if (2 * i + 1 < nodes) all[i].Left = all[2 * i + 1];
+            if (2 * i + 2 < nodes) all[i].Right = all[2 * i + 2];
+        }
+        Graph.s_root = nodes > 0 ? all[0] : null;
+        GC.Collect(2, GCCollectionMode.Forced, blocking: true, compacting: true);
+        return $"entries={Cache.s_entries.Count} entry_bytes={bytes} nodes={nodes}";
+    }
 }

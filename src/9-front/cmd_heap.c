@@ -1,0 +1,363 @@
+/* dumpwatch heap: a live heap snapshot of a process (heapsnap.h), printed
+ * as `dotnet-gcdump report` prints a .gcdump (the totals, then bytes, count
+ * and type, most bytes first), then the split by generation and the
+ * retention paths of the types that take the most (heapsum.h); or all of it
+ * as one JSON object. Type and field names come from the target: they are
+ * escaped (text_escape) before they are printed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dumpwatch/cli.h"
+#include "dumpwatch/cmd.h"
+#include "dumpwatch/discovery.h"
+#include "dumpwatch/exitcodes.h"
+#include "dumpwatch/gcdump.h"
+#include "dumpwatch/heapsnap.h"
+#include "dumpwatch/heapsum.h"
+#include "dumpwatch/jsonl.h"
+#include "dumpwatch/log.h"
+#include "dumpwatch/text.h"
+
+#define DEFAULT_PATHS 10
+#define DEFAULT_TIMEOUT_NS (120 * 1000000000LL)
+#define NAME_BUF (4 * 2048 + 64)
+
+static const char *const gen_names[HG_N_GENS] = {"gen0", "gen1", "gen2", "loh", "poh", "unknown"};
+
+static void help(FILE *f)
+{
+	cli_help_usage(f, cmd_heap.synopsis);
+	fputs("  induces a full blocking GC in PID, reads the runtime's walk of its heap, and prints the\n"
+	      "  objects by type (as dotnet-gcdump report does), by generation, and what holds the types\n"
+	      "  that take the most\n"
+	      "\n"
+	      "options:\n",
+	      f);
+	cli_help_option(f, "--pid PID", "the process (or PID as the operand)");
+	cli_help_option(f, "--json", "one JSON object instead of the tables");
+	cli_help_option(f, "--paths N", "retention paths of the N types of most bytes (default %d)", DEFAULT_PATHS);
+	cli_help_option(f, "--timeout D", "give up when the walk has not ended after D (default 2m)");
+	cli_help_option(f, "--save-trace FILE", "also write the event stream as it came (nettrace) to FILE");
+	cli_help_option(f, "--gcdump FILE", "also write the snapshot as a .gcdump (dotnet-gcdump's format) to FILE");
+}
+
+/* "1,234,567" */
+static const char *grouped(uint64_t v, char *buf, size_t len)
+{
+	char raw[32];
+	int n = snprintf(raw, sizeof(raw), "%llu", (unsigned long long)v);
+	size_t o = 0;
+
+	for (int i = 0; i < n && o + 2 < len; i++) {
+		if (i > 0 && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static const char *type_name(const struct heapgraph *g, uint32_t t, char *buf, size_t len)
+{
+	const struct hg_type *ty = t == HG_NONE ? NULL : hg_type(g, t);
+	return text_escape_str(ty ? ty->name : "<UNKNOWN>", buf, len);
+}
+
+static void print_path(FILE *f, const struct heapgraph *g, const struct hs_path *p)
+{
+	static char buf[NAME_BUF];
+
+	fprintf(f, "    %s", text_escape_str(p->root, buf, sizeof(buf)));
+	for (size_t i = 0; i < p->n_steps; i++) {
+		if (p->cut && i + 1 == p->n_steps)
+			fputs(" → …", f);
+		fprintf(f, " → %s%s", type_name(g, p->steps[i], buf, sizeof(buf)), p->nested[i] ? " (nested)" : "");
+	}
+	fputc('\n', f);
+}
+
+static void print_text(FILE *f, const struct heapsnap *snap, const struct heapsum *s)
+{
+	const struct heapgraph *g = snap->graph;
+	const struct hg_cut *cut = hg_cut(g);
+	static char name[NAME_BUF];
+	char a[32], b[32];
+
+	fprintf(f, "%15s  GC Heap bytes\n", grouped(s->total_bytes, a, sizeof(a)));
+	fprintf(f, "%15s  GC Heap objects\n", grouped(s->total_count, a, sizeof(a)));
+	if (hg_n_edges(g))
+		fprintf(f, "%15s  Total references\n", grouped(hg_n_edges(g), a, sizeof(a)));
+	fputc('\n', f);
+	fprintf(f, "%15s  %8s  Type\n", "Object Bytes", "Count");
+	for (size_t i = 0; i < s->n_rows; i++) {
+		const struct hs_row *r = &s->rows[i];
+		fprintf(f, "%15s  %8s  %s\n", grouped(r->bytes, a, sizeof(a)), grouped(r->count, b, sizeof(b)),
+		        type_name(g, r->type, name, sizeof(name)));
+	}
+
+	fputs("\nBy generation:\n", f);
+	fprintf(f, "%15s  %10s  Generation\n", "Object Bytes", "Count");
+	for (int k = 0; k < HG_N_GENS; k++) {
+		if (k == HG_GEN_UNKNOWN && !s->gen_count[k])
+			continue;
+		fprintf(f, "%15s  %10s  %s\n", grouped(s->gen_bytes[k], a, sizeof(a)),
+		        grouped(s->gen_count[k], b, sizeof(b)), gen_names[k]);
+	}
+
+	if (s->n_paths) {
+		fputs("\nWhat holds them (the path that holds most of each type's bytes, from a root):\n", f);
+		for (size_t i = 0; i < s->n_paths; i++) {
+			const struct hs_path *p = &s->paths[i];
+			const struct hs_row *r = &s->rows[p->row];
+			fprintf(f, "  %s: %s of %s bytes", type_name(g, r->type, name, sizeof(name)),
+			        grouped(p->bytes, a, sizeof(a)), grouped(r->bytes, b, sizeof(b)));
+			fprintf(f, ", %s of %s objects;", grouped(p->count, a, sizeof(a)),
+			        grouped(r->count, b, sizeof(b)));
+			for (int k = 0; k < HG_N_GENS; k++)
+				if (r->gen_bytes[k])
+					fprintf(f, " %s %s", gen_names[k], grouped(r->gen_bytes[k], a, sizeof(a)));
+			fputc('\n', f);
+			print_path(f, g, p);
+		}
+	}
+	if (s->unreachable_count)
+		fprintf(f, "\n%s bytes in %s objects were reached from no root the runtime reported\n",
+		        grouped(s->unreachable_bytes, a, sizeof(a)), grouped(s->unreachable_count, b, sizeof(b)));
+	if (cut->nodes || cut->edges || cut->types || cut->roots || cut->names || cut->lost_batches)
+		fprintf(f,
+		        "\ncut: %llu objects, %llu references, %llu types, %llu roots past the limits, %llu types "
+		        "unnamed, %llu batches dropped by the runtime\n",
+		        (unsigned long long)cut->nodes, (unsigned long long)cut->edges, (unsigned long long)cut->types,
+		        (unsigned long long)cut->roots, (unsigned long long)cut->names,
+		        (unsigned long long)cut->lost_batches);
+	if (snap->pause_ns >= 0)
+		fprintf(f, "\nthe target was paused %.1f ms for the walk\n", (double)snap->pause_ns / 1e6);
+}
+
+static json_object *u64(uint64_t v)
+{
+	return json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t)v);
+}
+
+static json_object *json_summary(pid_t pid, const struct heapsnap *snap, const struct heapsum *s)
+{
+	const struct heapgraph *g = snap->graph;
+	const struct hg_cut *cut = hg_cut(g);
+	json_object *o = json_object_new_object(), *gens = json_object_new_object(), *types = json_object_new_array(),
+	            *paths = json_object_new_array(), *c = json_object_new_object();
+
+	json_object_object_add(o, "pid", json_object_new_int64(pid));
+	json_object_object_add(o, "bytes", u64(s->total_bytes));
+	json_object_object_add(o, "objects", u64(s->total_count));
+	json_object_object_add(o, "references", u64(hg_n_edges(g)));
+	json_object_object_add(o, "roots", u64(hg_n_roots(g)));
+	json_object_object_add(o, "unreachable_bytes", u64(s->unreachable_bytes));
+	json_object_object_add(o, "unreachable_objects", u64(s->unreachable_count));
+	json_object_object_add(o, "gc", u64(hg_gc_count(g)));
+	json_object_object_add(o, "pause_ms",
+	                       snap->pause_ns >= 0 ? json_object_new_double((double)snap->pause_ns / 1e6) : NULL);
+	json_object_object_add(o, "walk_ms",
+	                       snap->walk_ns >= 0 ? json_object_new_double((double)snap->walk_ns / 1e6) : NULL);
+	json_object_object_add(o, "elapsed_ms", json_object_new_double((double)snap->elapsed_ns / 1e6));
+	json_object_object_add(o, "stream_bytes", u64(snap->stream_bytes));
+	for (int k = 0; k < HG_N_GENS; k++) {
+		json_object *x = json_object_new_object();
+		json_object_object_add(x, "bytes", u64(s->gen_bytes[k]));
+		json_object_object_add(x, "objects", u64(s->gen_count[k]));
+		json_object_object_add(gens, gen_names[k], x);
+	}
+	json_object_object_add(o, "generations", gens);
+	for (size_t i = 0; i < s->n_rows; i++) {
+		const struct hs_row *r = &s->rows[i];
+		const struct hg_type *t = r->type == HG_NONE ? NULL : hg_type(g, r->type);
+		json_object *x = json_object_new_object(), *gb = json_object_new_object();
+		json_object_object_add(x, "type", json_object_new_string(t ? t->name : "<UNKNOWN>"));
+		json_object_object_add(x, "bytes", u64(r->bytes));
+		json_object_object_add(x, "objects", u64(r->count));
+		for (int k = 0; k < HG_N_GENS; k++)
+			if (r->gen_bytes[k])
+				json_object_object_add(gb, gen_names[k], u64(r->gen_bytes[k]));
+		json_object_object_add(x, "generations", gb);
+		json_object_array_add(types, x);
+	}
+	json_object_object_add(o, "types", types);
+	for (size_t i = 0; i < s->n_paths; i++) {
+		const struct hs_path *p = &s->paths[i];
+		const struct hs_row *r = &s->rows[p->row];
+		const struct hg_type *t = r->type == HG_NONE ? NULL : hg_type(g, r->type);
+		json_object *x = json_object_new_object(), *steps = json_object_new_array();
+		json_object_object_add(x, "type", json_object_new_string(t ? t->name : "<UNKNOWN>"));
+		json_object_object_add(x, "root", json_object_new_string(p->root));
+		for (size_t k = 0; k < p->n_steps; k++) {
+			const struct hg_type *st = p->steps[k] == HG_NONE ? NULL : hg_type(g, p->steps[k]);
+			json_object *y = json_object_new_object();
+			json_object_object_add(y, "type", json_object_new_string(st ? st->name : "<UNKNOWN>"));
+			if (p->nested[k])
+				json_object_object_add(y, "nested", json_object_new_boolean(1));
+			json_object_array_add(steps, y);
+		}
+		json_object_object_add(x, "steps", steps);
+		json_object_object_add(x, "cut", json_object_new_boolean(p->cut));
+		json_object_object_add(x, "bytes", u64(p->bytes));
+		json_object_object_add(x, "objects", u64(p->count));
+		json_object_array_add(paths, x);
+	}
+	json_object_object_add(o, "paths", paths);
+	json_object_object_add(c, "objects", u64(cut->nodes));
+	json_object_object_add(c, "references", u64(cut->edges));
+	json_object_object_add(c, "types", u64(cut->types));
+	json_object_object_add(c, "roots", u64(cut->roots));
+	json_object_object_add(c, "names", u64(cut->names));
+	json_object_object_add(c, "lost_batches", u64(cut->lost_batches));
+	json_object_object_add(c, "unresolved_references", u64(cut->unresolved_edges));
+	json_object_object_add(c, "unresolved_roots", u64(cut->unresolved_roots));
+	json_object_object_add(o, "cut", c);
+	return o;
+}
+
+/* The snapshot as a .gcdump at path; 0, or -1 with the error logged. */
+static int write_gcdump(const char *path, pid_t pid, const struct dn_target *t, const struct heapsnap *snap)
+{
+	char q[128], err[256];
+	struct timespec now;
+	text_quote(q, sizeof(q), path, strlen(path), 80);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		log_error("cannot create %s: %m", q);
+		return -1;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct gcdump_meta m = {.process_name = t->comm[0] ? t->comm : NULL,
+	                        .pid = (int32_t)pid,
+	                        .time_unix_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec,
+	                        .pointer_size = snap->pointer_size ? snap->pointer_size : 8};
+	int r = gcdump_write(fd, snap->graph, &m, err, sizeof(err));
+	if (close(fd) < 0 && r == 0) {
+		r = -errno;
+		snprintf(err, sizeof(err), "closing it failed: %s", strerror(errno));
+	}
+	if (r < 0) {
+		log_error("gcdump %s: %s", q, err);
+		unlink(path);
+		return -1;
+	}
+	return 0;
+}
+
+static int run(int argc, char **argv)
+{
+	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
+	                                     {"json", no_argument, NULL, 'j'},
+	                                     {"paths", required_argument, NULL, 'n'},
+	                                     {"timeout", required_argument, NULL, 't'},
+	                                     {"save-trace", required_argument, NULL, 's'},
+	                                     {"gcdump", required_argument, NULL, 'g'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {NULL, 0, NULL, 0}};
+	pid_t pid = 0;
+	int json = 0, c;
+	long n_paths = DEFAULT_PATHS;
+	int64_t timeout = DEFAULT_TIMEOUT_NS;
+	const char *save = NULL, *gcdump = NULL;
+	char err[512];
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "p:jn:t:s:g:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			help(stdout);
+			return DW_EXIT_OK;
+		case 'p':
+			if (cli_pid_option(optarg, &pid) < 0)
+				return DW_EXIT_USAGE;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'n':
+			if (cli_count_option("--paths", optarg, 1000, &n_paths) < 0)
+				return DW_EXIT_USAGE;
+			break;
+		case 't':
+			if (cli_duration_option("--timeout", optarg, &timeout) < 0)
+				return DW_EXIT_USAGE;
+			break;
+		case 's':
+			save = optarg;
+			break;
+		case 'g':
+			gcdump = optarg;
+			break;
+		default:
+			return DW_EXIT_USAGE;
+		}
+	}
+	if (optind < argc && !pid) {
+		if (cli_pid_option(argv[optind++], &pid) < 0)
+			return DW_EXIT_USAGE;
+	}
+	if (!pid || optind < argc) {
+		log_error("heap needs one process: dumpwatch heap PID");
+		return DW_EXIT_USAGE;
+	}
+
+	struct dn_target t;
+	if (discovery_find(pid, &t, err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		return DW_EXIT_TARGET;
+	}
+	const struct ipc_endpoint ep = discovery_endpoint(&t);
+	struct heapsnap_opts o = {.timeout_ns = timeout, .save_fd = -1};
+	if (save) {
+		o.save_fd = open(save, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (o.save_fd < 0) {
+			char q[128];
+			text_quote(q, sizeof(q), save, strlen(save), 80);
+			log_error("cannot create %s: %m", q);
+			return DW_EXIT_USAGE;
+		}
+	}
+	struct heapsnap snap;
+	int r = heapsnap_take(&ep, &o, &snap, err, sizeof(err));
+	if (o.save_fd >= 0)
+		close(o.save_fd);
+	if (r < 0) {
+		log_error("heap snapshot of %d: %s", (int)pid, err);
+		return r == -ENOENT || r == -EACCES || r == -EPERM || r == -ECONNREFUSED ? DW_EXIT_TARGET
+		                                                                         : DW_EXIT_RUNTIME;
+	}
+	if (gcdump && write_gcdump(gcdump, pid, &t, &snap) < 0) {
+		hg_free(snap.graph);
+		return DW_EXIT_RUNTIME;
+	}
+	struct heapsum *s;
+	if (heapsum_build(snap.graph, (size_t)n_paths, &s) < 0) {
+		log_error("heap snapshot of %d: out of memory", (int)pid);
+		hg_free(snap.graph);
+		return DW_EXIT_RUNTIME;
+	}
+	if (json) {
+		json_object *o2 = json_summary(pid, &snap, s);
+		jsonl_print(stdout, o2);
+		json_object_put(o2);
+	} else {
+		print_text(stdout, &snap, s);
+	}
+	heapsum_free(s);
+	hg_free(snap.graph);
+	return fflush(stdout) == 0 ? DW_EXIT_OK : DW_EXIT_RUNTIME;
+}
+
+const struct cmd cmd_heap = {
+    .name = "heap",
+    .run = run,
+    .synopsis = "heap [--json] [--paths N] [--timeout D] [--save-trace FILE] [--gcdump FILE] PID",
+    .summary = "a heap snapshot of PID: objects by type and generation, and what holds them",
+};
