@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "dump_shared.h"
+#include "dumpwatch/gcdump.h"
+#include "dumpwatch/heapdump.h"
 #include "dumpwatch/ipc.h"
 #include "dumpwatch/store.h"
 #include "dumpwatch/text.h"
@@ -60,6 +62,8 @@ struct dump_job {
 	uint64_t bound;    /* the largest file accepted as its dump; 0: unknown */
 	uint64_t bytes;    /* the staged file's checked size, while it is copied */
 	int out_fd;        /* createdump's standard output and error (a memfd), or -1 */
+	int heap;          /* a heap snapshot by our child: HEAP_GCDUMP or HEAP_SUMMARY, else 0 */
+	int summary_fd;    /* the heap summary's JSON, written by the child (a memfd), or -1 */
 	struct timespec started;
 };
 
@@ -76,6 +80,11 @@ static const char *type_flag(enum dump_type t)
 		return "--withheap";
 	}
 }
+
+enum { HEAP_GCDUMP = 1, HEAP_SUMMARY };
+
+/* The largest heap summary read back from the child. */
+#define HEAP_SUMMARY_MAX (4u * 1024 * 1024)
 
 /* The job's child (createdump, or the copy) is watched through a pidfd in
  * job->fd; when that cannot be, the child is killed. 0 or -errno. */
@@ -140,6 +149,60 @@ static int send_runtime(struct dump_job *job, char *err, size_t errlen)
 	const struct ipc_endpoint ep = {.path = job->socket_path, .pid = job->req.pid, .uid = job->req.uid};
 
 	return ipc_dump_send(&ep, job->version, job->tmp_path, job->req.type, 0, &job->fd, err, errlen);
+}
+
+/* A heap snapshot, taken by a child of ours so that the loop goes on: it
+ * connects to the target's socket (checked to be served by the target),
+ * writes the .gcdump into the store's partial file (HEAP_GCDUMP) and the
+ * summary into a memfd; what went wrong, as one line, into out_fd. */
+static int start_heap(struct dump_job *job, char *err, size_t errlen)
+{
+	int gfd = -1;
+
+	job->out_fd = memfd_create("heap-snapshot-error", MFD_CLOEXEC);
+	job->summary_fd = memfd_create("heap-summary", MFD_CLOEXEC);
+	if (job->out_fd < 0 || job->summary_fd < 0) {
+		int e = errno;
+		snprintf(err, errlen, "cannot start the heap snapshot (memfd): %s", strerror(e));
+		return -e;
+	}
+	if (job->heap == HEAP_GCDUMP) {
+		gfd = openat(job->store_fd, job->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (gfd < 0) {
+			int e = errno;
+			snprintf(err, errlen, "cannot create %s: %s", job->tmp_path, strerror(e));
+			return -e;
+		}
+	}
+	pid_t child = fork();
+	if (child < 0) {
+		int e = errno;
+		if (gfd >= 0)
+			close(gfd);
+		snprintf(err, errlen, "cannot start the heap snapshot: %s", strerror(e));
+		return -e;
+	}
+	if (child == 0) {
+		char why[512];
+		struct heapdump_request hr = {
+		    .ep = {.path = job->socket_path, .pid = job->req.pid, .uid = job->req.uid},
+		    .timeout_ns = job->req.timeout_ns,
+		    .gcdump_fd = gfd,
+		    .summary_fd = job->summary_fd,
+		};
+		int r = heapdump_run(&hr, why, sizeof(why));
+		if (r < 0) {
+			size_t n = strlen(why);
+			why[n] = '\n';
+			if (write(job->out_fd, why, n + 1) < 0)
+				_exit(2);
+			_exit(1);
+		}
+		_exit(0);
+	}
+	if (gfd >= 0)
+		close(gfd);
+	return adopt_child(job, child, "the heap snapshot", err, errlen);
 }
 
 /* The disk guards: admit the dump, deleting the oldest stored dumps first
@@ -227,6 +290,8 @@ static void job_close(struct dump_job *job)
 	stage_close(&job->stage);
 	if (job->out_fd >= 0)
 		close(job->out_fd);
+	if (job->summary_fd >= 0)
+		close(job->summary_fd);
 	free(job);
 }
 
@@ -287,7 +352,7 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	if (!job)
 		return -ENOMEM;
 	job->req = *req;
-	job->fd = job->epfd = job->timerfd = job->out_fd = -1;
+	job->fd = job->epfd = job->timerfd = job->out_fd = job->summary_fd = -1;
 	stage_init(&job->stage);
 	if (req->limits)
 		job->limits = *req->limits;
@@ -312,6 +377,11 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 	r = admit(job, req, err, errlen);
 	if (r < 0)
 		goto fail;
+	if (req->type == DUMP_GCDUMP) {
+		/* Written by us, in the store: no staging, no runtime's file. */
+		job->heap = HEAP_GCDUMP;
+		via = DUMP_VIA_AUTO;
+	}
 
 	/* The store of the user who ran sudo, dumping that user's process:
 	 * its runtime writes there directly. */
@@ -324,6 +394,8 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 			r = stage_check_free(&job->stage, &job->req, &job->limits, job->estimate, err, errlen);
 		if (r < 0)
 			goto fail;
+	} else if (job->heap) {
+		/* start_heap claims the name. */
 	} else if (via == DUMP_VIA_RUNTIME && geteuid() == 0 && req->uid != 0 && !users_own_store) {
 		r = stage_open_incoming(&job->stage, &job->req, job->store_fd, job->tmp_name, job->tmp_path,
 		                        sizeof(job->tmp_path), err, errlen);
@@ -349,7 +421,9 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 			close(fd);
 		}
 	}
-	if (via == DUMP_VIA_RUNTIME) {
+	if (job->heap) {
+		r = start_heap(job, err, errlen);
+	} else if (via == DUMP_VIA_RUNTIME) {
 		job->version = DUMP_IPC_VERSION_NEWEST;
 		r = send_runtime(job, err, errlen);
 	} else {
@@ -371,6 +445,34 @@ int dump_start(const struct dump_request *req, struct dump_job **ret, char *err,
 fail:
 	job_close(job);
 	return r;
+}
+
+int dump_heap_summary_start(const struct dump_request *req, struct dump_job **ret, char *err, size_t errlen)
+{
+	struct dump_job *job = calloc(1, sizeof(*job));
+	int r;
+
+	if (!job)
+		return -ENOMEM;
+	job->req = *req;
+	job->fd = job->epfd = job->timerfd = job->out_fd = job->summary_fd = job->store_fd = -1;
+	stage_init(&job->stage);
+	snprintf(job->socket_path, sizeof(job->socket_path), "%s", req->socket_path ? req->socket_path : "");
+	job->req.socket_path = job->socket_path;
+	job->req.dir = job->req.name = job->req.tmpdir = NULL;
+	job->req.limits = NULL;
+	job->heap = HEAP_SUMMARY;
+	clock_gettime(CLOCK_MONOTONIC, &job->started);
+	r = start_heap(job, err, errlen);
+	if (r == 0)
+		r = watch_job(job, err, errlen);
+	if (r < 0) {
+		kill_job(job);
+		job_close(job);
+		return r;
+	}
+	*ret = job;
+	return 0;
 }
 
 int dump_job_fd(const struct dump_job *job)
@@ -410,7 +512,66 @@ static void fill_result(struct dump_job *job, struct dump_result *res, uint64_t 
 	res->bytes = bytes;
 	res->duration_ms =
 	    (double)(now.tv_sec - job->started.tv_sec) * 1e3 + (double)(now.tv_nsec - job->started.tv_nsec) / 1e6;
-	res->via = job->via_exec ? "exec" : "runtime";
+	res->via = job->heap ? "eventpipe" : job->via_exec ? "exec" : "runtime";
+	res->heap = NULL;
+}
+
+static int publish(struct dump_job *job, struct dump_result *res, char *err, size_t errlen);
+
+/* The summary the heap snapshot child wrote, parsed: NULL when there is
+ * none, it is too long or it does not parse (the dump stands without it). */
+static struct json_object *read_summary(const struct dump_job *job)
+{
+	struct stat st;
+	struct json_object *j = NULL;
+
+	if (job->summary_fd < 0 || fstat(job->summary_fd, &st) < 0 || st.st_size <= 0 ||
+	    (uint64_t)st.st_size > HEAP_SUMMARY_MAX)
+		return NULL;
+	char *buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return NULL;
+	if (pread(job->summary_fd, buf, (size_t)st.st_size, 0) == st.st_size) {
+		buf[st.st_size] = '\0';
+		j = json_tokener_parse(buf);
+		if (j && !json_object_is_type(j, json_type_object)) {
+			json_object_put(j);
+			j = NULL;
+		}
+	}
+	free(buf);
+	return j;
+}
+
+/* The heap snapshot child has ended: its summary (and, for a gcdump, its
+ * file published), or why not. */
+static int finish_heap(struct dump_job *job, const siginfo_t *si, struct dump_result *res, char *err, size_t errlen)
+{
+	if (si->si_code != CLD_EXITED || si->si_status != 0) {
+		char said[384];
+		createdump_last_line(job, said, sizeof(said));
+		if (si->si_code == CLD_EXITED && said[0])
+			snprintf(err, errlen, "the heap snapshot failed: %s", said);
+		else if (si->si_code == CLD_EXITED)
+			snprintf(err, errlen, "the heap snapshot failed (exit status %d)", si->si_status);
+		else
+			snprintf(err, errlen, "the heap snapshot was killed by signal %d", si->si_status);
+		if (job->heap == HEAP_GCDUMP)
+			remove_tmp(job);
+		return -EIO;
+	}
+	struct json_object *summary = read_summary(job);
+	int r = 0;
+	if (job->heap == HEAP_GCDUMP)
+		r = publish(job, res, err, errlen);
+	else
+		fill_result(job, res, 0);
+	if (r < 0) {
+		json_object_put(summary);
+		return r;
+	}
+	res->heap = summary;
+	return 0;
 }
 
 /* Closes what publishing opened; on failure (r < 0) nothing is left behind,
@@ -432,7 +593,8 @@ static int publish_end(struct dump_job *job, struct dump_result *res, int fd, in
 static int check_dump(struct dump_job *job, int fd, uint64_t size, char *err, size_t errlen)
 {
 	char why[512];
-	int r = store_check_core(fd, size, job->bound, why, sizeof(why));
+	int r = job->heap ? store_check_gcdump(fd, size, why, sizeof(why))
+	                  : store_check_core(fd, size, job->bound, why, sizeof(why));
 
 	if (r < 0)
 		snprintf(err, errlen, "%s is not published: %s", job->tmp_path, why);
@@ -582,11 +744,13 @@ int dump_job_finish(struct dump_job *job, struct dump_result *res, char *err, si
 		kill_job(job);
 		remove_tmp(job);
 		snprintf(err, errlen, "%s did not finish within %s (--dump-timeout): killed it",
-		         job->copying ? "copying the dump into the store" : "createdump",
+		         job->copying ? "copying the dump into the store"
+		         : job->heap  ? "the heap snapshot"
+		                      : "createdump",
 		         units_format((double)job->req.timeout_ns / 1e6, UNIT_MS, limit, sizeof(limit)));
 		return -ETIMEDOUT;
 	}
-	if (job->via_exec || job->copying) {
+	if (job->via_exec || job->copying || job->heap) {
 		siginfo_t si;
 		memset(&si, 0, sizeof(si));
 		if (waitid(P_PID, (id_t)job->child, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
@@ -596,6 +760,8 @@ int dump_job_finish(struct dump_job *job, struct dump_result *res, char *err, si
 		job->fd = -1;
 		if (job->copying)
 			return finish_copy(job, &si, res, err, errlen);
+		if (job->heap)
+			return finish_heap(job, &si, res, err, errlen);
 		if (si.si_code != CLD_EXITED || si.si_status != 0) {
 			char said[256];
 			createdump_last_line(job, said, sizeof(said));
@@ -709,7 +875,7 @@ static void kill_job(struct dump_job *job)
 		kill(job->child, SIGKILL);
 		waitpid(job->child, NULL, 0);
 		job->child = 0;
-	} else if (!job->via_exec && kill_runtime_createdump(job->req.pid) > 0) {
+	} else if (!job->via_exec && !job->heap && kill_runtime_createdump(job->req.pid) > 0) {
 		/* Give the runtime's createdump a moment to be gone before the
 		 * file is removed, so it cannot create it again. */
 		struct timespec ts = {0, 50 * 1000000L};

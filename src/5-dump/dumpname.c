@@ -10,6 +10,7 @@
 #include "dumpwatch/cgroup.h"
 #include "dumpwatch/defaults.h"
 #include "dumpwatch/dump.h"
+#include "dumpwatch/text.h"
 
 static void sanitize(const char *in, char *out, size_t outlen, size_t maxlen)
 {
@@ -93,4 +94,17 @@ int dump_file_name_ok(const char *name)
 	size_t n = name ? strnlen(name, NAME_MAX + 1) : 0;
 
 	return n > 0 && n <= NAME_MAX && name[0] != '.' && !memchr(name, '/', n);
+}
+
+void dump_file_name_for_type(char *name, size_t len, enum dump_type type)
+{
+	size_t n = strlen(name);
+
+	if (type != DUMP_GCDUMP || text_ends_with(name, n, ".gcdump", 0))
+		return;
+	if (text_ends_with(name, n, ".core", 0))
+		n -= 5;
+	if (n + sizeof(".gcdump") > len)
+		n = len - sizeof(".gcdump");
+	snprintf(name + n, len - n, ".gcdump");
 }

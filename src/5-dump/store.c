@@ -12,6 +12,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "dumpwatch/gcdump.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
 
@@ -25,9 +26,11 @@ int store_is_dump(int fd, uid_t uid)
 
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid)
 		return 0;
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh))
+	if (pread(fd, &eh, sizeof(eh), 0) < GCDUMP_MAGIC_LEN)
 		return 0;
-	return memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_type == ET_CORE;
+	if (memcmp(&eh, GCDUMP_MAGIC, GCDUMP_MAGIC_LEN) == 0)
+		return 1;
+	return st.st_size >= (off_t)sizeof(eh) && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_type == ET_CORE;
 }
 
 static int cmp_age(const void *a, const void *b)
@@ -41,7 +44,9 @@ static int cmp_age(const void *a, const void *b)
 void store_context_names(const char *dump_name, char *json, size_t jsonlen, char *svg, size_t svglen)
 {
 	size_t n = strlen(dump_name);
-	int stem = n > 5 && strcmp(dump_name + n - 5, ".core") == 0 ? (int)(n - 5) : (int)n;
+	int stem = n > 5 && strcmp(dump_name + n - 5, ".core") == 0 ? (int)(n - 5)
+	           : n > 7 && strcmp(dump_name + n - 7, ".gcdump") == 0 ? (int)(n - 7)
+	                                                                 : (int)n;
 
 	snprintf(json, jsonlen, "%.*s.json", stem, dump_name);
 	snprintf(svg, svglen, "%.*s.svg", stem, dump_name);
@@ -96,9 +101,9 @@ static int attach_context(struct store_state *out, size_t *cap, struct ctxfile *
 	for (size_t i = 0; i < n_cf; i++) {
 		struct store_entry key;
 		size_t stem = strlen(cf[i].name) - (has_ext(cf[i].name, ".json") ? 5 : 4);
-		const char *cands[2] = {".core", ""};
+		const char *cands[3] = {".core", ".gcdump", ""};
 		struct store_entry *owner = NULL;
-		for (size_t c = 0; c < 2 && !owner; c++) {
+		for (size_t c = 0; c < 3 && !owner; c++) {
 			if (snprintf(key.name, sizeof(key.name), "%.*s%s", (int)stem, cf[i].name, cands[c]) >=
 			    (int)sizeof(key.name))
 				continue;
@@ -462,6 +467,11 @@ void store_estimate_from_maps(const char *maps, size_t len, enum dump_type type,
 	case DUMP_FULL:
 		out->bytes = readable + readable / 10;
 		break;
+	case DUMP_GCDUMP:
+		/* A few bytes per object: far less than the heap, which holds
+		 * objects of 24 bytes and more. */
+		out->bytes = anon / 4 + 1024u * 1024;
+		break;
 	case DUMP_WITHHEAP:
 		out->bytes = anon + anon / 10 + 32u * 1024 * 1024;
 		break;
@@ -592,6 +602,18 @@ int store_check_core(int fd, uint64_t size, uint64_t bound, char *why, size_t wh
 		         units_format((double)size, UNIT_BYTES, a, sizeof(a)),
 		         units_format((double)bound, UNIT_BYTES, b, sizeof(b)));
 		return -EFBIG;
+	}
+	return 0;
+}
+
+int store_check_gcdump(int fd, uint64_t size, char *why, size_t whylen)
+{
+	char head[GCDUMP_MAGIC_LEN];
+
+	if (size < GCDUMP_MAGIC_LEN || pread(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head) ||
+	    memcmp(head, GCDUMP_MAGIC, GCDUMP_MAGIC_LEN) != 0) {
+		snprintf(why, whylen, "it is not a gcdump (%llu bytes)", (unsigned long long)size);
+		return -EBADMSG;
 	}
 	return 0;
 }

@@ -213,5 +213,9 @@ struct json_object *dumpctx_build(const struct dumpctx_input *in)
 	json_object_object_add(o, DUMPCTX_KEY_PROCESS, process_json(in));
 	json_object_object_add(o, DUMPCTX_KEY_HISTORY, history_json(in));
 	json_object_object_add(o, DUMPCTX_KEY_GCS, gcs_json(in));
+	if (in->heap)
+		json_object_object_add(o, DUMPCTX_KEY_HEAP, json_object_get(in->heap));
+	if (in->heap_error)
+		json_object_object_add(o, DUMPCTX_KEY_HEAP_ERROR, json_object_new_string(in->heap_error));
 	return o;
 }

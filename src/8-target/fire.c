@@ -126,6 +126,7 @@ static void context_fire(struct target *t, const struct target_rule *tr, int64_t
 	in->dump_dir = dump_dir_of(t, tr);
 	dump_file_name_ids(tr->fr.name_template, t->name, t->dt.pid, tr->fr.rule.name, t->ident.container, t->ident.pod,
 	                   unix_ns, t->fx_name, sizeof(t->fx_name));
+	dump_file_name_for_type(t->fx_name, sizeof(t->fx_name), tr->fr.rule.dump_type);
 	in->dump_name = t->fx_name;
 	in->dump_bytes = -1;
 	in->dump_duration_ms = -1;
@@ -272,6 +273,72 @@ int target_fire(struct target *t, size_t i, int64_t now)
 	return 0;
 }
 
+/* The dump is published: its record, context files, hook and upload. */
+static void dump_done(struct target *t, const struct target_rule *tr, struct dump_result *res)
+{
+	struct json_object *rec = rec_rule(t, tr->fr.rule.name);
+	char context[PATH_MAX], plot[PATH_MAX];
+
+	t->dumps++;
+	report_dump(rec, res, tr->fr.rule.dump_type);
+	t->fx.heap = res->heap;
+	context_publish(t, DUMPCTX_DUMP, NULL, res, rec, context, plot);
+	json_object_put(res->heap);
+	res->heap = NULL;
+	t->fx.heap = NULL;
+	t->fx.heap_error = NULL;
+	store_close(t);
+	journal_write(t->cfg->journal, "dump", rec);
+	log_info("dump written: %s (%.1f MB in %.1f s, via %s)", res->path, (double)res->bytes / 1e6,
+	         res->duration_ms / 1e3, res->via);
+	run_hook(t, tr, 1, res->path, context[0] ? context : NULL, res->bytes);
+	ship(t, tr, res->path, context, plot);
+}
+
+/* A core dump of a rule with heap-summary is published: its heap snapshot
+ * starts as t->job, and the dump waits in t->fx_res. 0 when started, else
+ * -errno with the reason noted for its context. */
+static int summary_start(struct target *t, const struct dump_result *res)
+{
+	struct dump_request req = {
+	    .pid = t->dt.pid,
+	    .uid = t->dt.uid,
+	    .gid = t->dt.gid,
+	    .socket_path = t->dt.socket_path,
+	    .timeout_ns = t->cfg->opt->dump_timeout_ns,
+	};
+	int rc = dump_heap_summary_start(&req, &t->job, t->fx_heap_err, sizeof(t->fx_heap_err));
+
+	if (rc < 0) {
+		t->job = NULL;
+		t->fx.heap_error = t->fx_heap_err;
+		log_warn("heap summary of pid %d (%s): %s", (int)t->dt.pid, t->name, t->fx_heap_err);
+		return rc;
+	}
+	t->fx_res = *res;
+	t->fx_summing = 1;
+	log_info("taking the heap summary of pid %d (%s) for %s", (int)t->dt.pid, t->name, res->path);
+	return 0;
+}
+
+/* The heap snapshot after a core dump ended (rc, res its own): the dump
+ * goes on to be published with its summary, or with why there is none. */
+static void summary_end(struct target *t, const struct target_rule *tr, int rc, struct dump_result *res,
+                        const char *err)
+{
+	struct dump_result dres = t->fx_res;
+
+	t->fx_summing = 0;
+	if (rc == 0) {
+		dres.heap = res->heap;
+	} else {
+		snprintf(t->fx_heap_err, sizeof(t->fx_heap_err), "%s", err);
+		t->fx.heap_error = t->fx_heap_err;
+		log_warn("heap summary of pid %d (%s) for %s: %s", (int)t->dt.pid, t->name, dres.path, err);
+	}
+	dump_done(t, tr, &dres);
+}
+
 int target_fire_finish(struct target *t)
 {
 	struct dump_result res;
@@ -283,6 +350,12 @@ int target_fire_finish(struct target *t)
 	const struct target_rule *tr = &t->rules[t->job_rule];
 	dump_job_free(t->job);
 	t->job = NULL;
+	if (t->fx_summing) {
+		summary_end(t, tr, rc, &res, err);
+		return 0;
+	}
+	if (rc == 0 && tr->fr.rule.heap_summary && tr->fr.rule.dump_type != DUMP_GCDUMP && summary_start(t, &res) == 0)
+		return -EAGAIN;
 	if (rc < 0) {
 		struct json_object *rec = rec_rule(t, tr->fr.rule.name);
 		context_publish(t, DUMPCTX_FAILED, err, NULL, rec, NULL, NULL);
@@ -290,23 +363,21 @@ int target_fire_finish(struct target *t)
 		journal_err(t, "dump-failed", rec, err);
 		log_error("dump of pid %d (%s) for rule %s failed: %s", (int)t->dt.pid, t->name, tr->fr.rule.name, err);
 	} else {
-		struct json_object *rec = rec_rule(t, tr->fr.rule.name);
-		t->dumps++;
-		report_dump(rec, &res, tr->fr.rule.dump_type);
-		char context[PATH_MAX], plot[PATH_MAX];
-		context_publish(t, DUMPCTX_DUMP, NULL, &res, rec, context, plot);
-		store_close(t);
-		journal_write(t->cfg->journal, "dump", rec);
-		log_info("dump written: %s (%.1f MB in %.1f s, via %s)", res.path, (double)res.bytes / 1e6,
-		         res.duration_ms / 1e3, res.via);
-		run_hook(t, tr, 1, res.path, context[0] ? context : NULL, res.bytes);
-		ship(t, tr, res.path, context, plot);
+		dump_done(t, tr, &res);
 	}
 	return rc;
 }
 
 void target_fire_abandon(struct target *t, const char *why)
 {
+	if (t->fx_summing) {
+		/* The dump is whole: only its summary is abandoned. */
+		struct dump_result none = {0};
+		dump_job_abort(t->job);
+		t->job = NULL;
+		summary_end(t, &t->rules[t->job_rule], -ECANCELED, &none, why);
+		return;
+	}
 	struct json_object *rec = rec_rule(t, t->rules[t->job_rule].fr.rule.name);
 
 	context_publish(t, DUMPCTX_FAILED, why, NULL, rec, NULL, NULL);

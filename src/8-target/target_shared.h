@@ -90,6 +90,11 @@ struct target {
 	int fx_store;
 	char fx_store_err[512];
 	char fire_desc[512]; /* the values of the last fire's conditions, for its hooks */
+	/* A rule with heap-summary: its core dump is published and its heap
+	 * snapshot runs as t->job; the dump's result waits here for it. */
+	int fx_summing;
+	struct dump_result fx_res;
+	char fx_heap_err[512];
 
 	/* /proc polling, for rules on rss, private-memory, swap, threads, fds. */
 	unsigned proc_needs; /* NEED_PROC, NEED_PROC_FDS of the rules */

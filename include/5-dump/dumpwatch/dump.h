@@ -36,11 +36,18 @@
  * (-ENOSPC) with the reason, after deleting the oldest stored dumps when so
  * configured.
  *
+ * A gcdump (DUMP_GCDUMP) is no core: a child of ours takes a heap snapshot
+ * over the target's diagnostics socket (heapdump.h) and writes it in the
+ * store as ".NAME.partial" itself, renamed to NAME when it is whole; it
+ * brings the heap summary too. dump_heap_summary_start takes the summary
+ * alone, after a core dump, for its context.
+ *
  * A dump runs asynchronously: dump_start returns a job whose descriptor becomes
  * readable when createdump has finished or its time is up. */
 #ifndef DUMPWATCH_DUMP_H
 #define DUMPWATCH_DUMP_H
 
+#include <json-c/json.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -87,7 +94,10 @@ struct dump_result {
 	char path[PATH_MAX];
 	uint64_t bytes;
 	double duration_ms;
-	const char *via; /* "runtime" or "exec" */
+	const char *via; /* "runtime", "exec", or "eventpipe" for a heap snapshot */
+	/* The heap summary (heapdump_json) of a gcdump or of
+	 * dump_heap_summary_start, NULL otherwise: the caller puts it. */
+	struct json_object *heap;
 };
 
 struct dump_job;
@@ -96,6 +106,12 @@ struct dump_job;
  * job; -ENOSPC when the disk guards skip it; or -errno with a sentence in err
  * that says what to do (e.g. how to fix the dump directory's permissions). */
 int dump_start(const struct dump_request *req, struct dump_job **ret, char *err, size_t errlen);
+
+/* Starts a heap snapshot of req->pid for its summary alone (no file; the
+ * name, the store and the disk guards are not used). Finished like a dump:
+ * dump_job_finish gives res->heap, with no path and 0 bytes. 0, or -errno with
+ * a sentence in err. */
+int dump_heap_summary_start(const struct dump_request *req, struct dump_job **ret, char *err, size_t errlen);
 
 /* The descriptor to poll for readability. It can change after dump_job_finish
  * returns -EAGAIN (the job moved on to an older protocol version). */
@@ -140,6 +156,11 @@ void dump_file_name_template(const char *tmpl, const char *process_name, pid_t p
  * container id, else DW_DEFAULT_DUMP_NAME_TEMPLATE. */
 void dump_file_name_ids(const char *tmpl, const char *process_name, pid_t pid, const char *rule_name,
                         const char *container, const char *pod, int64_t unix_ns, char *out, size_t outlen);
+
+/* A name made by the functions above for a dump of type: a gcdump's
+ * ".core" becomes ".gcdump" (".gcdump" is added when it has neither).
+ * Other types keep the name. */
+void dump_file_name_for_type(char *name, size_t len, enum dump_type type);
 
 /* Whether name can be a dump's file name in the store, as the functions
  * above make them: not empty, at most NAME_MAX bytes, no '/', not starting

@@ -16,6 +16,10 @@
 
 #include "dumpwatch/heapgraph.h"
 
+/* The first bytes of every .gcdump: "!FastSerialization.1" with its length. */
+#define GCDUMP_MAGIC "\x14\x00\x00\x00!FastSerialization.1"
+#define GCDUMP_MAGIC_LEN 24
+
 /* What the writer did with the graph. */
 struct gcdump_stats {
 	uint64_t nodes;         /* nodes in the file, pseudo nodes included */

@@ -105,7 +105,7 @@ void store_estimate_from_maps(const char *maps, size_t len, enum dump_type type,
 void store_estimate(pid_t pid, enum dump_type type, struct store_estimate *out);
 
 /* Whether the file behind fd (st from fstat) is a stored dump: regular, owned
- * by uid, an ELF core. */
+ * by uid, an ELF core or a gcdump. */
 int store_is_dump(int fd, uid_t uid);
 
 /* Whether a dump that would leave a file system of fs_bytes with free_bytes
@@ -124,5 +124,9 @@ int store_check_free(uint64_t fs_bytes, uint64_t free_bytes, const struct store_
  * 1 MiB of its last segment, and size at most bound (0: not checked).
  * 0, or -EBADMSG / -EFBIG / -errno with the reason in why. */
 int store_check_core(int fd, uint64_t size, uint64_t bound, char *why, size_t whylen);
+
+/* Checks that the size bytes behind fd begin like a .gcdump (GCDUMP_MAGIC).
+ * 0, or -EBADMSG with the reason in why. */
+int store_check_gcdump(int fd, uint64_t size, char *why, size_t whylen);
 
 #endif

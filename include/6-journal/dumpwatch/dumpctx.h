@@ -38,6 +38,8 @@
 #define DUMPCTX_KEY_PROCESS "process"
 #define DUMPCTX_KEY_HISTORY "history"
 #define DUMPCTX_KEY_GCS "gcs"
+#define DUMPCTX_KEY_HEAP "heap"             /* the heap summary (heapdump_json), when taken */
+#define DUMPCTX_KEY_HEAP_ERROR "heap_error" /* why the heap summary asked for is missing */
 
 #define DUMPCTX_KEY_RULE_NAME "name"
 #define DUMPCTX_KEY_RULE_DESCRIPTION "description"
@@ -139,6 +141,11 @@ struct dumpctx_input {
 	uid_t uid;
 	const char *user; /* NULL: no name for uid */
 	const char *runtime_version;
+
+	/* The heap summary (heapdump_json) of a gcdump or a rule with
+	 * heap-summary, NULL when none; heap_error: why one asked for is missing. */
+	struct json_object *heap;
+	const char *heap_error;
 
 	const struct history *history; /* may be NULL */
 	const struct gc_record *gcs;   /* oldest first */
