@@ -107,16 +107,33 @@ void ctxtrack_add_conditions(struct ctxtrack *ct, const struct rule *r)
 		add_ref(ct, &r->conds[i].metric);
 }
 
-/* Samples the series whose metric needs any of need; all with need 0. */
+/* Samples the series whose metric needs any of need; all with need 0.
+ *
+ * A value goes in at the time it was measured, not at t_ns: a size read at
+ * a tick (or at the fire) is the one the last event processed left, and
+ * events that happened before t_ns may still be on their way (the runtime
+ * flushes its buffers every 100 ms). Written at t_ns, such a stale value
+ * would be the latest of its slot and hide what those events show: the
+ * demo's heap at 500 MB at the fire, while the events after it, processed
+ * later with earlier times, had it at 600 MB. A value that is a function of
+ * t_ns (rates, which say so; the exceptions counted over a window ending at
+ * t_ns, which give their last exception's time) goes in at t_ns; one
+ * measured before the window, at the window's start, where it held. */
 static void sample_some(struct ctxtrack *ct, const struct metrics *m, int64_t t_ns, unsigned need)
 {
 	struct metrics_at at = {.m = m, .now_ns = t_ns};
+	int64_t oldest = t_ns - history_window_ns(ct->h) + history_slot_ns(ct->h);
 
 	for (size_t i = 0; i < ct->n_ref; i++) {
 		double v;
-		int64_t when;
-		if ((!need || (ct->ref[i].needs & need)) && metrics_read_eval(&at, &ct->ref[i], &v, &when) > 0)
-			history_add(ct->h, i, t_ns, v);
+		int64_t when = 0;
+		if ((need && !(ct->ref[i].needs & need)) || metrics_read_eval(&at, &ct->ref[i], &v, &when) <= 0)
+			continue;
+		if (ct->ref[i].id == M_EXCEPTIONS || when <= 0 || when > t_ns)
+			when = t_ns;
+		else if (when < oldest)
+			when = oldest;
+		history_add(ct->h, i, when, v);
 	}
 }
 
@@ -220,6 +237,11 @@ int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, int dirfd, c
 	free(json);
 	free(svg);
 	return r;
+}
+
+const struct history *ctxtrack_history(const struct ctxtrack *ct)
+{
+	return ct->h;
 }
 
 size_t ctxtrack_bytes(const struct ctxtrack *ct)
