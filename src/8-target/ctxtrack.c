@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dumpwatch/alloctypes.h"
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/defaults.h"
 #include "dumpwatch/gcrec.h"
@@ -30,6 +31,9 @@ struct ctxtrack {
 	/* EventCounters come in a burst per interval (dozens of events):
 	 * the history is sampled once for the burst, at the tick. */
 	int64_t counters_ns; /* the burst's last event; 0: none pending */
+	/* Allocation by type, made at the first allocation tick: a process
+	 * whose rules do not subscribe to ticks holds none. */
+	struct alloctypes *allocs;
 };
 
 static void on_gc(void *ctx, const struct gc_record *rec)
@@ -97,6 +101,7 @@ void ctxtrack_free(struct ctxtrack *ct)
 		return;
 	history_free(ct->h);
 	gcrec_free(ct->gc);
+	alloctypes_free(ct->allocs);
 	free(ct->ref);
 	free(ct);
 }
@@ -150,6 +155,12 @@ void ctxtrack_on_proc(struct ctxtrack *ct, const struct metrics *m, int64_t t_ns
 void ctxtrack_on_event(struct ctxtrack *ct, const struct metrics *m, const struct ev_record *r, int64_t t_ns)
 {
 	gcrec_on_event(ct->gc, r, t_ns);
+	if (r->type == EV_GC_ALLOC_TICK) {
+		if (!ct->allocs)
+			ct->allocs = alloctypes_new(history_window_ns(ct->h), 0);
+		if (ct->allocs)
+			alloctypes_on_event(ct->allocs, r, t_ns);
+	}
 	if (r->type == EV_COUNTER || r->type == EV_EXCEPTION_THROWN) {
 		/* Counters come in bursts, exceptions can come by the thousand:
 		 * sampled once, at the next tick. */
@@ -215,6 +226,7 @@ int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, int dirfd, c
 	in->history = ct->h;
 	in->gcs = gcs;
 	in->n_gcs = ct->n_gcs;
+	in->allocs = ct->allocs;
 	struct json_object *ctx = dumpctx_build(in);
 	if (!ctx) {
 		snprintf(err, errlen, "cannot build the dump's context: out of memory");
@@ -246,5 +258,6 @@ const struct history *ctxtrack_history(const struct ctxtrack *ct)
 
 size_t ctxtrack_bytes(const struct ctxtrack *ct)
 {
-	return sizeof(*ct) + ct->cap_ref * sizeof(*ct->ref) + history_bytes(ct->h) + gcrec_bytes(ct->gc);
+	return sizeof(*ct) + ct->cap_ref * sizeof(*ct->ref) + history_bytes(ct->h) + gcrec_bytes(ct->gc) +
+	       (ct->allocs ? alloctypes_bytes(ct->allocs) : 0);
 }
