@@ -2,7 +2,8 @@
  *
  * Each series is a ring of points in slot order. A point stores its slot as
  * an offset from the history's base slot (fixed at the first value, with
- * room on both sides) and its values as floats: 16 bytes. The ring grows by
+ * room on both sides), the time of its last value within the slot, and its
+ * values as floats: 20 bytes. The ring grows by
  * doubling up to the window's slots plus one, so an idle series with a few
  * points holds a few points. A point's value holds until the next point:
  * a value that does not change adds none, so a metric that does not move
@@ -19,7 +20,8 @@
 #define HISTORY_RING_MIN 4
 
 struct hpoint {
-	int32_t slot; /* minus the base slot */
+	int32_t slot;    /* minus the base slot */
+	uint32_t last_t; /* the last value's time: its offset into the slot, >> t_shift */
 	float last, min, max;
 };
 
@@ -28,12 +30,12 @@ struct hseries {
 	enum unit_kind unit;
 	struct hpoint *p;
 	size_t cap, head, n; /* ring: p[(head + k) % cap], k < n, oldest first */
-	int64_t newest_t;    /* the latest time recorded */
 };
 
 struct history {
 	int64_t window_ns, slot_ns;
 	int64_t n_slots; /* slots a point stays: window / slot */
+	int t_shift;     /* an offset into a slot, shifted right by this, fits 32 bits */
 	int have_base;
 	int64_t base_slot;
 	int64_t newest_slot; /* absolute; valid when have_base */
@@ -41,7 +43,7 @@ struct history {
 	struct hseries s[HISTORY_SERIES_MAX];
 };
 
-_Static_assert(sizeof(struct hpoint) == HISTORY_POINT_BYTES, "a point is 16 bytes");
+_Static_assert(sizeof(struct hpoint) == HISTORY_POINT_BYTES, "a point is 20 bytes");
 
 struct history *history_new(int64_t window_ns, int64_t slot_ns)
 {
@@ -53,6 +55,8 @@ struct history *history_new(int64_t window_ns, int64_t slot_ns)
 	h->window_ns = window_ns;
 	h->slot_ns = slot_ns;
 	h->n_slots = window_ns / slot_ns;
+	while ((slot_ns - 1) >> h->t_shift > (int64_t)UINT32_MAX)
+		h->t_shift++;
 	return h;
 }
 
@@ -200,22 +204,23 @@ int history_add(struct history *h, size_t i, int64_t t_ns, double v)
 	int64_t first_rel = first_slot(h) - h->base_slot;
 	while (s->n > 1 && at(s, 1)->slot <= first_rel)
 		drop_oldest(s);
-	if (s->n > 0 && at(s, 0)->slot < first_rel)
+	if (s->n > 0 && at(s, 0)->slot < first_rel) {
 		at(s, 0)->slot = (int32_t)first_rel;
+		at(s, 0)->last_t = 0;
+	}
 
 	float f = (float)v;
-	if (s->n == 0 || t_ns > s->newest_t)
-		s->newest_t = t_ns;
+	uint32_t off = (uint32_t)((t_ns - slot * h->slot_ns) >> h->t_shift);
 	size_t pos = s->n > 0 && at(s, s->n - 1)->slot <= rel ? (at(s, s->n - 1)->slot == rel ? s->n - 1 : s->n)
 	                                                      : lower_bound(s, rel);
 	if (pos < s->n && at(s, pos)->slot == rel) {
 		struct hpoint *p = at(s, pos);
-		/* A slot's last value is the one of its latest time; a point
-		 * does not keep its times, so a value that arrives out of
-		 * order (older than one recorded before) moves only min and
-		 * max. */
-		if (t_ns >= s->newest_t)
+		/* A slot's last value is the one of its latest time, whatever
+		 * the order they arrive in (a tie: the one written later). */
+		if (off >= p->last_t) {
 			p->last = f;
+			p->last_t = off;
+		}
 		if (f < p->min)
 			p->min = f;
 		if (f > p->max)
@@ -243,7 +248,7 @@ int history_add(struct history *h, size_t i, int64_t t_ns, double v)
 	s->n++;
 	for (size_t k = s->n - 1; k > pos; k--)
 		*at(s, k) = *at(s, k - 1);
-	*at(s, pos) = (struct hpoint){.slot = (int32_t)rel, .last = f, .min = f, .max = f};
+	*at(s, pos) = (struct hpoint){.slot = (int32_t)rel, .last_t = off, .last = f, .min = f, .max = f};
 	return 1;
 }
 

@@ -196,6 +196,48 @@ static struct json_object *gcs_json(const struct dumpctx_input *in)
 	return a;
 }
 
+static struct json_object *u64(uint64_t v)
+{
+	return json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t)v);
+}
+
+/* The types that allocated most in the window up to the newest tick, which
+ * may be after the fire: the ticks of the moments before it are still on
+ * their way when it fires, and a dump stops the process for its length. */
+static struct json_object *allocs_json(const struct dumpctx_input *in)
+{
+	struct alloctypes_entry top[DUMPCTX_ALLOC_TYPES];
+	struct alloctypes_summary s;
+	struct json_object *o = json_object_new_object(), *a = json_object_new_array();
+	size_t n = alloctypes_top(in->allocs, 0, top, DUMPCTX_ALLOC_TYPES, &s);
+	uint64_t listed = 0;
+
+	json_object_object_add(o, DUMPCTX_KEY_ALLOCS_WINDOW_MS,
+	                       json_object_new_int64(alloctypes_window_ns(in->allocs) / 1000000));
+	json_object_object_add(o, DUMPCTX_KEY_ALLOCS_SINCE_MS, s.until_ns ? rel_ms(s.since_ns, in->fire_ns) : NULL);
+	json_object_object_add(o, DUMPCTX_KEY_ALLOCS_UNTIL_MS, s.until_ns ? rel_ms(s.until_ns, in->fire_ns) : NULL);
+	json_object_object_add(o, DUMPCTX_KEY_ALLOCS_BYTES, u64(s.bytes));
+	json_object_object_add(o, DUMPCTX_KEY_ALLOCS_TICKS, u64(s.ticks));
+	json_object_object_add(o, DUMPCTX_KEY_ALLOCS_TYPE_COUNT, u64(s.types));
+	json_object_object_add(o, DUMPCTX_KEY_ALLOCS_TYPES_MAX, json_object_new_int(ALLOCTYPES_MAX));
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *e = json_object_new_object();
+		json_object_object_add(e, DUMPCTX_KEY_ATYPE_TYPE, json_object_new_string(top[i].type));
+		json_object_object_add(e, DUMPCTX_KEY_ATYPE_KIND,
+		                       json_object_new_string(alloctypes_kind_name(top[i].kind)));
+		json_object_object_add(e, DUMPCTX_KEY_ATYPE_BYTES, u64(top[i].bytes));
+		json_object_object_add(e, DUMPCTX_KEY_ATYPE_SHARE,
+		                       report_num(s.bytes ? (double)top[i].bytes / (double)s.bytes : 0, 4));
+		json_object_object_add(e, DUMPCTX_KEY_ATYPE_TICKS, u64(top[i].ticks));
+		json_object_array_add(a, e);
+		listed += top[i].bytes;
+	}
+	json_object_object_add(o, DUMPCTX_KEY_ALLOCS_OTHER_BYTES, u64(s.bytes >= listed ? s.bytes - listed : 0));
+	json_object_object_add(o, DUMPCTX_KEY_ALLOCS_UNTRACKED_BYTES, u64(s.other_bytes));
+	json_object_object_add(o, DUMPCTX_KEY_ALLOCS_TYPES, a);
+	return o;
+}
+
 struct json_object *dumpctx_build(const struct dumpctx_input *in)
 {
 	struct json_object *o = json_object_new_object();
@@ -213,6 +255,7 @@ struct json_object *dumpctx_build(const struct dumpctx_input *in)
 	json_object_object_add(o, DUMPCTX_KEY_PROCESS, process_json(in));
 	json_object_object_add(o, DUMPCTX_KEY_HISTORY, history_json(in));
 	json_object_object_add(o, DUMPCTX_KEY_GCS, gcs_json(in));
+	json_object_object_add(o, DUMPCTX_KEY_ALLOCS, in->allocs ? allocs_json(in) : NULL);
 	if (in->heap)
 		json_object_object_add(o, DUMPCTX_KEY_HEAP, json_object_get(in->heap));
 	if (in->heap_error)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dumpwatch/alloctypes.h"
 #include "dumpwatch/catalog.h"
 #include "dumpwatch/defaults.h"
 #include "dumpwatch/gcrec.h"
@@ -30,6 +31,9 @@ struct ctxtrack {
 	/* EventCounters come in a burst per interval (dozens of events):
 	 * the history is sampled once for the burst, at the tick. */
 	int64_t counters_ns; /* the burst's last event; 0: none pending */
+	/* Allocation by type, made at the first allocation tick: a process
+	 * whose rules do not subscribe to ticks holds none. */
+	struct alloctypes *allocs;
 };
 
 static void on_gc(void *ctx, const struct gc_record *rec)
@@ -97,6 +101,7 @@ void ctxtrack_free(struct ctxtrack *ct)
 		return;
 	history_free(ct->h);
 	gcrec_free(ct->gc);
+	alloctypes_free(ct->allocs);
 	free(ct->ref);
 	free(ct);
 }
@@ -107,16 +112,33 @@ void ctxtrack_add_conditions(struct ctxtrack *ct, const struct rule *r)
 		add_ref(ct, &r->conds[i].metric);
 }
 
-/* Samples the series whose metric needs any of need; all with need 0. */
+/* Samples the series whose metric needs any of need; all with need 0.
+ *
+ * A value goes in at the time it was measured, not at t_ns: a size read at
+ * a tick (or at the fire) is the one the last event processed left, and
+ * events that happened before t_ns may still be on their way (the runtime
+ * flushes its buffers every 100 ms). Written at t_ns, such a stale value
+ * would be the latest of its slot and hide what those events show: the
+ * demo's heap at 500 MB at the fire, while the events after it, processed
+ * later with earlier times, had it at 600 MB. A value that is a function of
+ * t_ns (rates, which say so; the exceptions counted over a window ending at
+ * t_ns, which give their last exception's time) goes in at t_ns; one
+ * measured before the window, at the window's start, where it held. */
 static void sample_some(struct ctxtrack *ct, const struct metrics *m, int64_t t_ns, unsigned need)
 {
 	struct metrics_at at = {.m = m, .now_ns = t_ns};
+	int64_t oldest = t_ns - history_window_ns(ct->h) + history_slot_ns(ct->h);
 
 	for (size_t i = 0; i < ct->n_ref; i++) {
 		double v;
-		int64_t when;
-		if ((!need || (ct->ref[i].needs & need)) && metrics_read_eval(&at, &ct->ref[i], &v, &when) > 0)
-			history_add(ct->h, i, t_ns, v);
+		int64_t when = 0;
+		if ((need && !(ct->ref[i].needs & need)) || metrics_read_eval(&at, &ct->ref[i], &v, &when) <= 0)
+			continue;
+		if (ct->ref[i].id == M_EXCEPTIONS || when <= 0 || when > t_ns)
+			when = t_ns;
+		else if (when < oldest)
+			when = oldest;
+		history_add(ct->h, i, when, v);
 	}
 }
 
@@ -133,6 +155,12 @@ void ctxtrack_on_proc(struct ctxtrack *ct, const struct metrics *m, int64_t t_ns
 void ctxtrack_on_event(struct ctxtrack *ct, const struct metrics *m, const struct ev_record *r, int64_t t_ns)
 {
 	gcrec_on_event(ct->gc, r, t_ns);
+	if (r->type == EV_GC_ALLOC_TICK) {
+		if (!ct->allocs)
+			ct->allocs = alloctypes_new(history_window_ns(ct->h), 0);
+		if (ct->allocs)
+			alloctypes_on_event(ct->allocs, r, t_ns);
+	}
 	if (r->type == EV_COUNTER || r->type == EV_EXCEPTION_THROWN) {
 		/* Counters come in bursts, exceptions can come by the thousand:
 		 * sampled once, at the next tick. */
@@ -198,6 +226,7 @@ int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, int dirfd, c
 	in->history = ct->h;
 	in->gcs = gcs;
 	in->n_gcs = ct->n_gcs;
+	in->allocs = ct->allocs;
 	struct json_object *ctx = dumpctx_build(in);
 	if (!ctx) {
 		snprintf(err, errlen, "cannot build the dump's context: out of memory");
@@ -222,7 +251,13 @@ int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, int dirfd, c
 	return r;
 }
 
+const struct history *ctxtrack_history(const struct ctxtrack *ct)
+{
+	return ct->h;
+}
+
 size_t ctxtrack_bytes(const struct ctxtrack *ct)
 {
-	return sizeof(*ct) + ct->cap_ref * sizeof(*ct->ref) + history_bytes(ct->h) + gcrec_bytes(ct->gc);
+	return sizeof(*ct) + ct->cap_ref * sizeof(*ct->ref) + history_bytes(ct->h) + gcrec_bytes(ct->gc) +
+	       (ct->allocs ? alloctypes_bytes(ct->allocs) : 0);
 }

@@ -30,6 +30,9 @@ int cx_outcome_of(struct json_object *ctx);
 /* context_html_escape of a NUL-terminated string. */
 void cx_h(FILE *out, const char *s);
 
+/* The allocating types a card lists. */
+#define CX_CARD_ALLOC_TYPES 5
+
 /* The card of ctx, read from the file json_name in the directory dirfd: its
  * links are to json_name and the dump file beside it, under the page's
  * relative prefix. */

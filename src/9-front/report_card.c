@@ -223,6 +223,41 @@ static const char *outcome_class(struct json_object *ctx)
 	return k < 0 ? "other" : dumpctx_outcome_name((enum dumpctx_outcome)k);
 }
 
+/* The row of the types that allocated most, when the context has them. */
+static void html_allocs(FILE *out, struct json_object *ctx)
+{
+	struct json_object *al = jv_typed(ctx, DUMPCTX_KEY_ALLOCS, json_type_object);
+	struct json_object *types = jv_typed(al, DUMPCTX_KEY_ALLOCS_TYPES, json_type_array);
+	size_t n = types ? json_object_array_length(types) : 0;
+	char b[48];
+	double d;
+
+	if (n == 0)
+		return;
+	if (n > CX_CARD_ALLOC_TYPES)
+		n = CX_CARD_ALLOC_TYPES;
+	row(out, "Allocating");
+	fputs("<ul>", out);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(types, i);
+		fputs("<li><code>", out);
+		h_field(out, e, DUMPCTX_KEY_ATYPE_TYPE, "?");
+		fputs("</code> ", out);
+		h_field(out, e, DUMPCTX_KEY_ATYPE_KIND, "?");
+		fputs(" ", out);
+		if (jv_num(e, DUMPCTX_KEY_ATYPE_BYTES, &d))
+			fputs(units_format(d, UNIT_BYTES, b, sizeof(b)), out);
+		if (jv_num(e, DUMPCTX_KEY_ATYPE_SHARE, &d))
+			fprintf(out, " (%.1f %%)", d * 100);
+		fputs("</li>", out);
+	}
+	fputs("</ul>", out);
+	if (jv_num(al, DUMPCTX_KEY_ALLOCS_WINDOW_MS, &d))
+		fprintf(out, "<span class=\"src\">allocation ticks, the last %s</span>",
+		        units_format(d, UNIT_MS, b, sizeof(b)));
+	fputs("</td></tr>\n", out);
+}
+
 void cx_html_card(FILE *out, struct json_object *ctx, const char *json_name, const char *prefix, int dirfd)
 {
 	struct json_object *rule = jv_typed(ctx, DUMPCTX_KEY_RULE, json_type_object);
@@ -326,6 +361,8 @@ void cx_html_card(FILE *out, struct json_object *ctx, const char *json_name, con
 		h_field(out, dump, DUMPCTX_KEY_DUMP_VIA, "?");
 	}
 	fputs("</td></tr>\n", out);
+
+	html_allocs(out, ctx);
 
 	row(out, "Files");
 	html_link(out, prefix, dirfd, json_name);

@@ -1,6 +1,6 @@
 /* `dumpwatch show FILE`: a dump context as text for a terminal (context.h):
  * the outcome and why, when, the dump, the process, a sparkline per condition
- * over the history, the last GCs. Every string from the context is escaped
+ * over the history, the last GCs, the types that allocated most. Every string from the context is escaped
  * (text_escape); a field missing or of the wrong type shows as "?" or is left
  * out. */
 #include "dumpwatch/context.h"
@@ -437,6 +437,71 @@ static void show_gcs(FILE *out, struct json_object *ctx)
 	}
 }
 
+/* The types that allocated most (allocations: absent in older contexts,
+ * null when no tick was subscribed or came). Names and kinds come from the
+ * process or the file: escaped. */
+static void show_allocs(FILE *out, struct json_object *ctx)
+{
+	struct json_object *al, *types;
+	char b1[48], b2[48], b3[48];
+	double window, bytes, ticks, until, other;
+
+	if (!json_object_object_get_ex(ctx, DUMPCTX_KEY_ALLOCS, &al))
+		return;
+	if (!json_object_is_type(al, json_type_object)) {
+		fputs("\nallocation by type: not recorded (no rule of the process subscribed to allocation ticks)\n",
+		      out);
+		return;
+	}
+	types = jv_typed(al, DUMPCTX_KEY_ALLOCS_TYPES, json_type_array);
+	size_t n = types ? json_object_array_length(types) : 0;
+	if (n > CONTEXT_SHOW_ALLOC_TYPES)
+		n = CONTEXT_SHOW_ALLOC_TYPES;
+	fputs("\nallocation by type (allocation ticks", out);
+	if (jv_num(al, DUMPCTX_KEY_ALLOCS_WINDOW_MS, &window))
+		fprintf(out, ", the last %s", units_format(window, UNIT_MS, b1, sizeof(b1)));
+	if (jv_num(al, DUMPCTX_KEY_ALLOCS_UNTIL_MS, &until))
+		fprintf(out, " up to %s", fmt_rel(until, b1, sizeof(b1)));
+	if (jv_num(al, DUMPCTX_KEY_ALLOCS_BYTES, &bytes) && jv_num(al, DUMPCTX_KEY_ALLOCS_TICKS, &ticks))
+		fprintf(out, ": %s in %.0f ticks", units_format(bytes, UNIT_BYTES, b2, sizeof(b2)), ticks);
+	fputs("):\n", out);
+	if (n == 0) {
+		fputs("  none in the window\n", out);
+		return;
+	}
+	fprintf(out, "  %9s %6s %4s  %s\n", "bytes", "share", "kind", "type");
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(types, i);
+		double v;
+		snprintf(b1, sizeof(b1), "?");
+		snprintf(b2, sizeof(b2), "?");
+		if (jv_num(e, DUMPCTX_KEY_ATYPE_BYTES, &v))
+			units_format(v, UNIT_BYTES, b1, sizeof(b1));
+		if (jv_num(e, DUMPCTX_KEY_ATYPE_SHARE, &v))
+			snprintf(b2, sizeof(b2), "%.1f%%", v * 100);
+		fprintf(out, "  %9s %6s ", b1, b2);
+		snprintf(b3, sizeof(b3), "%.4s",
+		         jv_str(e, DUMPCTX_KEY_ATYPE_KIND, NULL) ? jv_str(e, DUMPCTX_KEY_ATYPE_KIND, NULL) : "?");
+		fprintf(out, "%4s  ", text_escape_str(b3, b2, sizeof(b2)));
+		size_t len;
+		const char *type = jv_str(e, DUMPCTX_KEY_ATYPE_TYPE, &len);
+		if (!type)
+			fputs("?", out);
+		else if (len == 0)
+			fputs("(no type name)", out);
+		else
+			text_put_escaped(out, type, len);
+		fputc('\n', out);
+	}
+	double listed = 0, v;
+	for (size_t i = n; types && i < json_object_array_length(types); i++)
+		if (jv_num(json_object_array_get_idx(types, i), DUMPCTX_KEY_ATYPE_BYTES, &v))
+			listed += v;
+	if (jv_num(al, DUMPCTX_KEY_ALLOCS_OTHER_BYTES, &other) && other + listed > 0)
+		fprintf(out, "  %9s %6s %4s  the other types\n",
+		        units_format(other + listed, UNIT_BYTES, b1, sizeof(b1)), "", "");
+}
+
 int context_show(FILE *out, struct json_object *ctx, int utf8)
 {
 	size_t len;
@@ -454,6 +519,7 @@ int context_show(FILE *out, struct json_object *ctx, int utf8)
 	show_process(out, ctx);
 	show_history(out, ctx, utf8);
 	show_gcs(out, ctx);
+	show_allocs(out, ctx);
 	return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
 }
 

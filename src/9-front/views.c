@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dumpwatch/alloctypes.h"
 #include "dumpwatch/catalog.h"
+#include "dumpwatch/defaults.h"
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/exitcodes.h"
 #include "dumpwatch/gcrec.h"
@@ -32,12 +34,16 @@
 #define INFO_TIMEOUT_MS 1000
 #define STOP_MS 500
 #define VIEW_PROCS_MAX 64
+/* counters: the allocating types shown, over the window of a guard's history. */
+#define VIEW_ALLOC_TYPES 10
+#define VIEW_ALLOC_WINDOW_NS DW_DEFAULT_HISTORY_NS
 
 struct vproc {
 	struct view *v;
 	struct session *s;
 	struct gcrec *gc;
-	struct procstat *ps; /* counters: rss, private-memory, ... read at each print */
+	struct procstat *ps;       /* counters: rss, private-memory, ... read at each print */
+	struct alloctypes *allocs; /* counters: allocation by type */
 	pid_t pid;
 	unsigned long long starttime;
 	int64_t attached_ns;
@@ -285,6 +291,25 @@ static void print_counters_json(struct vproc *p, int64_t now)
 		json_object_array_add(mj2, one);
 	}
 	json_object_object_add(j, "meters", mj2);
+	struct alloctypes_entry top[VIEW_ALLOC_TYPES];
+	struct alloctypes_summary sum;
+	size_t n = p->allocs ? alloctypes_top(p->allocs, now, top, VIEW_ALLOC_TYPES, &sum) : 0;
+	struct json_object *aj = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *one = json_object_new_object();
+		json_object_object_add(one, "type", json_object_new_string(top[i].type));
+		json_object_object_add(one, "kind", json_object_new_string(alloctypes_kind_name(top[i].kind)));
+		json_object_object_add(
+		    one, "bytes",
+		    json_object_new_int64((int64_t)(top[i].bytes > INT64_MAX ? INT64_MAX : top[i].bytes)));
+		double share = sum.bytes ? (double)top[i].bytes / (double)sum.bytes : 0;
+		char sb[32];
+		snprintf(sb, sizeof(sb), "%.4f", share);
+		json_object_object_add(one, "share", json_object_new_double_s(share, sb));
+		json_object_array_add(aj, one);
+	}
+	json_object_object_add(j, "alloc_types", aj);
+	json_object_object_add(j, "alloc_types_window_s", json_object_new_int64(VIEW_ALLOC_WINDOW_NS / 1000000000LL));
 	jsonl_print(stdout, j);
 	json_object_put(j);
 }
@@ -330,6 +355,30 @@ static void print_meters_table(const struct meters *ms)
 	}
 }
 
+/* The types that allocated most over the window: bytes, share, kind, and
+ * the name the process gave, escaped. */
+static void print_alloc_types(struct vproc *p, int64_t now)
+{
+	struct alloctypes_entry top[VIEW_ALLOC_TYPES];
+	struct alloctypes_summary sum;
+	char b[48], e[4 * EV_NAME_MAX + 1];
+
+	if (!p->allocs)
+		return;
+	size_t n = alloctypes_top(p->allocs, now, top, VIEW_ALLOC_TYPES, &sum);
+	printf("  Allocation by type (from allocation ticks, last %.0f min: %s)\n", (double)VIEW_ALLOC_WINDOW_NS / 60e9,
+	       units_format((double)sum.bytes, UNIT_BYTES, b, sizeof(b)));
+	for (size_t i = 0; i < n; i++) {
+		units_format((double)top[i].bytes, UNIT_BYTES, b, sizeof(b));
+		printf("    %10s %5.1f%% %3s  %s\n", b,
+		       sum.bytes ? 100.0 * (double)top[i].bytes / (double)sum.bytes : 0,
+		       alloctypes_kind_name(top[i].kind),
+		       top[i].type[0] ? text_escape_str(top[i].type, e, sizeof(e)) : "(no type name)");
+	}
+	if (n == 0)
+		printf("    none yet\n");
+}
+
 /* Names, versions, counter names and units come from the process: each is
  * escaped (text_escape) so the table stays one line per row on the terminal. */
 static void print_counters_table(struct vproc *p, int64_t now)
@@ -367,6 +416,7 @@ static void print_counters_table(struct vproc *p, int64_t now)
 		       text_escape_str(c.units, e3, sizeof(e3)));
 	}
 	print_meters_table(metrics_meters(m));
+	print_alloc_types(p, now);
 }
 
 static void print_counters(struct view *v, int64_t now)
@@ -426,6 +476,7 @@ static void proc_free(struct vproc *p)
 		session_free(p->s);
 	}
 	gcrec_free(p->gc);
+	alloctypes_free(p->allocs);
 	procstat_close(p->ps);
 	memset(p, 0, sizeof(*p));
 }
@@ -436,6 +487,8 @@ static void on_event(void *ctx, struct session *s, const struct ev_record *r, in
 	(void)s;
 	if (p->gc)
 		gcrec_on_event(p->gc, r, t_ns);
+	if (p->allocs)
+		alloctypes_on_event(p->allocs, r, t_ns);
 }
 
 static void on_stream(struct loop *l, int fd, uint32_t events, void *ctx)
@@ -495,7 +548,8 @@ static int follow(struct view *v, const struct dn_target *t, char *err, size_t e
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if (v->o->kind == VIEW_GC && !(p->gc = gcrec_new(on_gc, p))) {
+	if ((v->o->kind == VIEW_GC && !(p->gc = gcrec_new(on_gc, p))) ||
+	    (v->o->kind == VIEW_COUNTERS && !(p->allocs = alloctypes_new(VIEW_ALLOC_WINDOW_NS, 0)))) {
 		proc_free(p);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;

@@ -429,6 +429,12 @@ static void test_show(void)
 	CHECK(strstr(out, "last GCs (10 of 14, oldest first):\n") != NULL);
 	CHECK(count(out, "AllocLarge / Background") == 4); /* GCs 104, 107, 110, 113 */
 	CHECK(strstr(out, "      103 ") == NULL && strstr(out, "      104 ") != NULL);
+	CHECK(
+	    strstr(out, "allocation by type (allocation ticks, the last 300s up to +40ms: 392.0MB in 3700 ticks):\n") !=
+	    NULL);
+	CHECK(strstr(out, "    367.0MB  93.6%  loh  System.Byte[]\n") != NULL);
+	CHECK(strstr(out, "      6.0MB   1.5%  soh  GcLab.Node\n") != NULL);
+	CHECK(strstr(out, "      4.0MB              the other types\n") != NULL);
 	free(out);
 
 	out = show(CTX_SKIPPED, 0);
@@ -438,6 +444,7 @@ static void test_show(void)
 	CHECK(strstr(out, "size:") == NULL);
 	CHECK(strstr(out, "#") != NULL && strstr(out, "\u2588") == NULL); /* ASCII */
 	CHECK(strstr(out, "no GC in the context\n") != NULL);
+	CHECK(strstr(out, "allocation by type: not recorded") != NULL);
 	free(out);
 
 	/* Hostile strings stay on their lines, escaped; markup is just text. */
@@ -451,6 +458,8 @@ static void test_show(void)
 	CHECK(strstr(out, "  System.Runtime/cpu-usage > 90% for 10s: no value at the fire\n") != NULL);
 	CHECK(strstr(out, "    no history\n") != NULL);
 	CHECK(strstr(out, "<AllocLarge> / \\x1b[2J (incomplete)\n") != NULL);
+	CHECK(strstr(out, "     600B  60.0% soh\\x1b  Evil\\x1b[2J<b>\\n\n") != NULL);
+	CHECK(strstr(out, "  poh  (no type name)\n") != NULL);
 	free(out);
 
 	/* context_show_file: the sidecar of NAME.core, and its errors. */
@@ -528,6 +537,11 @@ static void test_report(void)
 	CHECK(strstr(page, "&lt;b&gt;x&lt;/b&gt; (pid 6001)") != NULL);
 	CHECK(strstr(page, "&lt;i&gt;rule&lt;/i&gt;&quot;&#39;&amp;") != NULL);
 	CHECK(strstr(page, "&lt;svg onload=alert(1)&gt;") != NULL);
+	/* The allocating types: listed on the dump's card, escaped on the
+	 * hostile one, no row where the context has none. */
+	CHECK(strstr(page, "<li><code>System.Byte[]</code> loh 367.0MB (93.6 %)</li>") != NULL);
+	CHECK(strstr(page, "<li><code>Evil[2J&lt;b&gt; </code>") != NULL);
+	CHECK(count(page, "<th>Allocating</th>") == 2);
 	CHECK(!has_control(page, len));
 	CHECK(strstr(page, "\xE2\x80\xAE") == NULL); /* the bidi override is left out */
 	CHECK(strstr(page, "src=") == NULL && strstr(page, "@import") == NULL && strstr(page, "url(") == NULL);

@@ -3,6 +3,7 @@
  * strings still valid UTF-8 JSON once written by jsonl, and (with python3's
  * jsonschema, as scripts/setup.sh installs it) valid against
  * examples/dump-context.schema.json. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,17 @@ int main(void)
 	in.history = h;
 	in.gcs = &g;
 	in.n_gcs = 1;
+	/* Allocation by type: 30 types, a hostile name among them; the 20
+	 * largest listed, the rest as other. */
+	struct alloctypes *al = alloctypes_new(60 * SEC, 0);
+	CHECK(alloctypes_add(al, fire - 2 * SEC, "System.Byte[]", EV_ALLOC_LARGE, 400000000) == 1);
+	CHECK(alloctypes_add(al, fire + 30 * MS, "Evil\x1b[31m\n", EV_ALLOC_SMALL, 50000000) == 1);
+	for (int i = 0; i < 28; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "T%02d", i);
+		alloctypes_add(al, fire - SEC, name, EV_ALLOC_SMALL, 1000000u + (unsigned)i);
+	}
+	in.allocs = al;
 
 	char *line = NULL;
 	struct json_object *ctx = dumpctx_build(&in);
@@ -163,6 +175,23 @@ int main(void)
 	CHECK(json_object_get_double(get(o, "gcs.0.pause_ms")) == 3.25);
 	CHECK(json_object_get_int64(get(o, "gcs.0.sizes.loh")) == 280000000);
 	CHECK_STR(json_object_get_string(get(o, "gcs.0.type")), "blocking");
+	CHECK(json_object_get_int64(get(o, "allocations.window_ms")) == 60000);
+	CHECK(json_object_get_int64(get(o, "allocations.bytes")) == 450000000 + 28 * 1000000 + 27 * 28 / 2);
+	CHECK(json_object_get_int64(get(o, "allocations.ticks")) == 30);
+	CHECK(json_object_get_int64(get(o, "allocations.type_count")) == 30);
+	CHECK(json_object_get_int64(get(o, "allocations.types_max")) == ALLOCTYPES_MAX);
+	CHECK(json_object_get_double(get(o, "allocations.until_ms")) == 30);
+	CHECK(json_object_array_length(get(o, "allocations.types")) == DUMPCTX_ALLOC_TYPES);
+	CHECK_STR(json_object_get_string(get(o, "allocations.types.0.type")), "System.Byte[]");
+	CHECK_STR(json_object_get_string(get(o, "allocations.types.0.kind")), "loh");
+	CHECK(json_object_get_int64(get(o, "allocations.types.0.bytes")) == 400000000);
+	CHECK(fabs(json_object_get_double(get(o, "allocations.types.0.share")) - 0.8368) < 1e-9);
+	CHECK_STR(json_object_get_string(get(o, "allocations.types.1.kind")), "soh");
+	CHECK_STR(json_object_get_string(get(o, "allocations.types.2.type")), "T27");
+	/* T00..T09 are other: 10 MB and 45 bytes. */
+	CHECK(json_object_get_int64(get(o, "allocations.other_bytes")) == 10000045);
+	CHECK(json_object_get_int64(get(o, "allocations.untracked_bytes")) == 0);
+	CHECK(strstr(line, "Evil\\u001b[31m\\n") != NULL);
 	CHECK(schema_valid(line));
 	json_object_put(ctx);
 	json_object_put(o);
@@ -178,6 +207,7 @@ int main(void)
 	in.rule_file = NULL;
 	in.history = NULL;
 	in.n_gcs = 0;
+	in.allocs = NULL;
 	ctx = dumpctx_build(&in);
 	o = roundtrip(ctx, &line);
 	CHECK_STR(json_object_get_string(get(o, "outcome")), "skipped");
@@ -185,11 +215,14 @@ int main(void)
 	CHECK(is_null(o, "dump.bytes") && is_null(o, "dump.started_unix_ms") && is_null(o, "dump.via"));
 	CHECK(is_null(o, "rule.file") && is_null(o, "rule.line"));
 	CHECK(json_object_array_length(get(o, "history.series")) == 0);
+	struct json_object *null_allocs = (struct json_object *)1;
+	CHECK(json_object_object_get_ex(o, "allocations", &null_allocs) && null_allocs == NULL);
 	CHECK(schema_valid(line));
 	json_object_put(ctx);
 	json_object_put(o);
 	free(line);
 	CHECK_STR(dumpctx_outcome_name(DUMPCTX_FAILED), "failed");
 	history_free(h);
+	alloctypes_free(al);
 	return check_done();
 }

@@ -91,12 +91,50 @@ static void test_out_of_order_blocks(void)
 		if (p.t_ns <= prev)
 			ordered = 0;
 		prev = p.t_ns;
-		/* Slot k holds values 10k .. 10k+9. */
-		if (p.min != (double)(10 * k) || p.max != (double)(10 * k + 9))
+		/* Slot k holds values 10k .. 10k+9, the last of them last. */
+		if (p.min != (double)(10 * k) || p.max != (double)(10 * k + 9) || p.last != (double)(10 * k + 9))
 			extremes = 0;
 	}
 	CHECK(ordered);
 	CHECK(extremes);
+	history_free(h);
+}
+
+/* A slot's last value is the one of its latest time, also when a newer slot
+ * was written in between: values of the slot of the fire arrive after the
+ * fire's own (issue 29: the demo's slot at -151 ms showed 500 MB as its last
+ * value, its band reaching 600.5 MB). */
+static void test_last_by_time(void)
+{
+	struct history *h = history_new(60 * SEC, 250 * MS);
+	int s = history_series(h, "heap-size", UNIT_BYTES);
+	struct history_point p;
+
+	CHECK(history_add(h, (size_t)s, 100 * SEC + 10 * MS, 1e6) == 1);
+	CHECK(history_add(h, (size_t)s, 100 * SEC + 20 * MS, 500e6) == 1);
+	/* A newer slot, then more of the older one, later in it. */
+	CHECK(history_add(h, (size_t)s, 100 * SEC + 300 * MS, 500e6) == 1);
+	CHECK(history_add(h, (size_t)s, 100 * SEC + 150 * MS, 600e6) == 1);
+	CHECK(history_add(h, (size_t)s, 100 * SEC + 120 * MS, 550e6) == 1);
+	CHECK(history_count(h, (size_t)s) == 2);
+	CHECK(history_get(h, (size_t)s, 0, &p) == 0);
+	CHECK_MSG(p.last == 600e6 && p.min == 1e6 && p.max == 600e6, "last %g min %g max %g", p.last, p.min, p.max);
+	/* In the newest slot: an earlier value written after a later one. */
+	CHECK(history_add(h, (size_t)s, 100 * SEC + 260 * MS, 400e6) == 1);
+	CHECK(history_get(h, (size_t)s, 1, &p) == 0);
+	CHECK_MSG(p.last == 500e6 && p.min == 400e6, "last %g min %g", p.last, p.min);
+	/* A tie: the value written later. */
+	CHECK(history_add(h, (size_t)s, 100 * SEC + 300 * MS, 450e6) == 1);
+	CHECK(history_get(h, (size_t)s, 1, &p) == 0 && p.last == 450e6);
+	history_free(h);
+
+	/* Slots of an hour's window, 3 s: an offset into one needs more than
+	 * 32 bits of nanoseconds. */
+	h = history_new(3600 * SEC, 3 * SEC);
+	s = history_series(h, "heap-size", UNIT_BYTES);
+	CHECK(history_add(h, (size_t)s, 999 * SEC + 2900 * MS, 2) == 1);
+	CHECK(history_add(h, (size_t)s, 999 * SEC + 100 * MS, 1) == 1);
+	CHECK(history_get(h, (size_t)s, 0, &p) == 0 && p.last == 2 && p.min == 1);
 	history_free(h);
 }
 
@@ -196,6 +234,7 @@ int main(void)
 {
 	test_merge_and_order();
 	test_out_of_order_blocks();
+	test_last_by_time();
 	test_window_and_bound();
 	test_series_cap();
 	return check_done();

@@ -1,16 +1,18 @@
 /* The metric history of one process: for each series (a metric), its values
  * over the last window, at the resolution of one slot. Values that fall into
- * one slot are merged into its last, smallest and largest value, so a spike
+ * one slot are merged into its last (the one of the latest time, whatever
+ * order they were written in), smallest and largest value, so a spike
  * shorter than a slot still shows at its top; everything older than the
  * window (behind the newest time recorded in any series) is dropped. A
  * point's value holds until the next point: a value equal to the one before
  * adds nothing, and the point before the window's start holds at its start.
  *
- * Bounded: a series holds at most window / slot + 1 points of 16 bytes
- * (HISTORY_POINT_BYTES; values are stored as floats, 24 bits of precision,
+ * Bounded: a series holds at most window / slot + 1 points of 20 bytes
+ * (HISTORY_POINT_BYTES: the slot, the time of its last value and three
+ * floats; values are stored as floats, 24 bits of precision,
  * so a size of 350 MB is off by at most 32 bytes), allocated as they come;
  * there are at most HISTORY_SERIES_MAX series. The default 5 minutes at
- * 250 ms is 1201 points, 19 KB, per series that moves at every slot; a
+ * 250 ms is 1201 points, 24 KB, per series that moves at every slot; a
  * metric that does not move costs one point.
  *
  * Times may arrive out of order (the runtime's per-thread buffers reach the
@@ -26,7 +28,7 @@
 
 #define HISTORY_SERIES_MAX 32
 #define HISTORY_KEY_MAX 128
-#define HISTORY_POINT_BYTES 16
+#define HISTORY_POINT_BYTES 20
 
 struct history_point {
 	int64_t t_ns; /* the start of its slot (of the window, for one that holds from before) */

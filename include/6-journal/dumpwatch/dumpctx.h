@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "dumpwatch/alloctypes.h"
 #include "dumpwatch/events.h"
 #include "dumpwatch/gcrec.h"
 #include "dumpwatch/history.h"
@@ -19,6 +20,8 @@
 #define DUMPCTX_VERSION 1
 /* GC records a context carries (the newest). */
 #define DUMPCTX_GCS 50
+/* The allocating types a context lists (the largest). */
+#define DUMPCTX_ALLOC_TYPES 20
 
 /* The keys of NAME.json, named here once: dumpctx_build writes them, and the
  * plot (plot.c), `show` and `report` (context.c and the files beside it)
@@ -27,7 +30,8 @@
  * "rule", COND an entry of its "conditions", EXC a condition's "exception",
  * DUMP "dump", PROC "process", HIST "history", SERIES an entry of its
  * "series" (points [t_ms, last, min, max]), GC an entry of "gcs" and SIZE
- * its "sizes". docs/context.md says what each holds. */
+ * its "sizes", ALLOCS "allocations" and ATYPE an entry of its "types".
+ * docs/context.md says what each holds. */
 #define DUMPCTX_KEY_CONTEXT "dumpwatch_context" /* DUMPCTX_VERSION */
 #define DUMPCTX_KEY_VERSION "dumpwatch_version" /* dumpwatch's own */
 #define DUMPCTX_KEY_OUTCOME "outcome"           /* dumpctx_outcome_name */
@@ -38,6 +42,7 @@
 #define DUMPCTX_KEY_PROCESS "process"
 #define DUMPCTX_KEY_HISTORY "history"
 #define DUMPCTX_KEY_GCS "gcs"
+#define DUMPCTX_KEY_ALLOCS "allocations" /* null: no allocation ticks subscribed or seen */
 #define DUMPCTX_KEY_HEAP "heap"             /* the heap summary (heapdump_json), when taken */
 #define DUMPCTX_KEY_HEAP_ERROR "heap_error" /* why the heap summary asked for is missing */
 
@@ -102,6 +107,23 @@
 #define DUMPCTX_KEY_SIZE_LOH "loh"
 #define DUMPCTX_KEY_SIZE_POH "poh"
 
+#define DUMPCTX_KEY_ALLOCS_WINDOW_MS "window_ms"
+#define DUMPCTX_KEY_ALLOCS_SINCE_MS "since_ms" /* the window's start, relative to the fire */
+#define DUMPCTX_KEY_ALLOCS_UNTIL_MS "until_ms" /* the newest tick */
+#define DUMPCTX_KEY_ALLOCS_BYTES "bytes"       /* all the ticks' bytes in the window */
+#define DUMPCTX_KEY_ALLOCS_TICKS "ticks"
+#define DUMPCTX_KEY_ALLOCS_TYPE_COUNT "type_count"           /* types (and kinds) kept that allocated */
+#define DUMPCTX_KEY_ALLOCS_TYPES_MAX "types_max"             /* the most kept: ALLOCTYPES_MAX */
+#define DUMPCTX_KEY_ALLOCS_OTHER_BYTES "other_bytes"         /* not in types: the rest */
+#define DUMPCTX_KEY_ALLOCS_UNTRACKED_BYTES "untracked_bytes" /* of which beyond types_max */
+#define DUMPCTX_KEY_ALLOCS_TYPES "types"                     /* the largest, largest first */
+
+#define DUMPCTX_KEY_ATYPE_TYPE "type"
+#define DUMPCTX_KEY_ATYPE_KIND "kind" /* "soh", "loh", "poh" */
+#define DUMPCTX_KEY_ATYPE_BYTES "bytes"
+#define DUMPCTX_KEY_ATYPE_SHARE "share" /* of the window's bytes, 0 to 1 */
+#define DUMPCTX_KEY_ATYPE_TICKS "ticks"
+
 enum dumpctx_outcome { DUMPCTX_DUMP, DUMPCTX_SKIPPED, DUMPCTX_FAILED };
 
 struct dumpctx_input {
@@ -150,6 +172,7 @@ struct dumpctx_input {
 	const struct history *history; /* may be NULL */
 	const struct gc_record *gcs;   /* oldest first */
 	size_t n_gcs;
+	const struct alloctypes *allocs; /* NULL: no allocation ticks */
 };
 
 /* The context as JSON (the caller puts it), or NULL when out of memory. */

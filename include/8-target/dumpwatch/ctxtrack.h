@@ -6,9 +6,10 @@
  * The history holds every metric of the process's rules, plus the heap by
  * generation, LOH, POH, the allocation rates by kind, the GC pause and
  * time-in-gc. It is sampled after every GC or allocation event and at every
- * tick, at the event's own time (a burst of EventCounters once, at the next
- * tick, with the burst's time), with the values the rules read (a
- * floor counts, as it does for them); a metric not known yet has no point. */
+ * tick, with the values the rules read (a floor counts, as it does for
+ * them), each at the time it was measured (the event's own time for sizes,
+ * the counters burst's for EventCounters, the tick's for rates); a metric
+ * not known yet has no point. */
 #ifndef DUMPWATCH_CTXTRACK_H
 #define DUMPWATCH_CTXTRACK_H
 
@@ -53,6 +54,9 @@ void ctxtrack_session_end(struct ctxtrack *ct);
  * half-written. */
 int ctxtrack_publish(struct ctxtrack *ct, struct dumpctx_input *in, int dirfd, const struct store_limits *limits,
                      char *json_path, char *svg_path, char *err, size_t errlen);
+
+/* The history (for tests and the context). */
+const struct history *ctxtrack_history(const struct ctxtrack *ct);
 
 /* Memory held by the history, the GC records kept and those being assembled. */
 size_t ctxtrack_bytes(const struct ctxtrack *ct);

@@ -51,6 +51,8 @@ extern const struct context_limits context_limits_default;
 
 /* The GCs `show` lists: the newest of those in the context. */
 #define CONTEXT_SHOW_GCS 10
+/* The allocating types `show` lists: the largest of those in the context. */
+#define CONTEXT_SHOW_ALLOC_TYPES 10
 /* Columns of a sparkline in `show`. */
 #define CONTEXT_SPARK_COLS 60
 
@@ -79,7 +81,8 @@ int context_locale_utf8(void);
 
 /* Prints ctx (context_load's) as text: the outcome and why (the rule and each
  * condition with its value at the fire), when, the dump, the process, a
- * sparkline per condition over the history and the last GCs. Fields missing
+ * sparkline per condition over the history, the last GCs and the types that
+ * allocated most (when the context has them). Fields missing
  * or of the wrong type show as "?" or are left out, never guessed. utf8 picks
  * block elements for the sparklines, else ASCII. Returns 0, or -EIO when out
  * failed. */
