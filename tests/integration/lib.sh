@@ -352,3 +352,19 @@ user_runtime() {
 	APP="$1/app/$(basename "$APP")"
 	mv "$RUNTIME_DIR/createdump" "$RUNTIME_DIR/createdump.real"
 }
+
+# dotnet_tool NAME: the path of the .NET diagnostics tool NAME (dotnet-gcdump,
+# dotnet-dump, dotnet-trace) at the version the tests compare against,
+# installed once from NuGet into DW_TOOLS_DIR (default: beside the apps'
+# build); skips the test when it cannot be had.
+DW_DOTNET_TOOLS_VERSION=10.0.750501
+dotnet_tool() {
+	local dir=${DW_TOOLS_DIR:-$(dirname "$DW_APPS_DIR")/dotnet-tools} name=$1
+	if [ ! -x "$dir/$name" ]; then
+		mkdir -p "$dir"
+		DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 dotnet tool install --tool-path "$dir" "$name" \
+			--version "$DW_DOTNET_TOOLS_VERSION" >"$T/tool-install.log" 2>&1 ||
+			skip "$name $DW_DOTNET_TOOLS_VERSION cannot be installed: $(tail -1 "$T/tool-install.log")"
+	fi
+	echo "$dir/$name"
+}
