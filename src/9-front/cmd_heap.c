@@ -19,6 +19,7 @@
 #include "dumpwatch/discovery.h"
 #include "dumpwatch/exitcodes.h"
 #include "dumpwatch/gcdump.h"
+#include "dumpwatch/heapdump.h"
 #include "dumpwatch/heapsnap.h"
 #include "dumpwatch/heapsum.h"
 #include "dumpwatch/jsonl.h"
@@ -139,92 +140,6 @@ static void print_text(FILE *f, const struct heapsnap *snap, const struct heapsu
 		        (unsigned long long)cut->lost_batches);
 	if (snap->pause_ns >= 0)
 		fprintf(f, "\nthe target was paused %.1f ms for the walk\n", (double)snap->pause_ns / 1e6);
-}
-
-static json_object *u64(uint64_t v)
-{
-	return json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t)v);
-}
-
-static json_object *json_summary(pid_t pid, const struct heapsnap *snap, const struct heapsum *s)
-{
-	const struct heapgraph *g = snap->graph;
-	const struct hg_cut *cut = hg_cut(g);
-	json_object *o = json_object_new_object(), *gens = json_object_new_object(), *types = json_object_new_array(),
-	            *paths = json_object_new_array(), *c = json_object_new_object();
-
-	json_object_object_add(o, "pid", json_object_new_int64(pid));
-	json_object_object_add(o, "bytes", u64(s->total_bytes));
-	json_object_object_add(o, "objects", u64(s->total_count));
-	json_object_object_add(o, "references", u64(hg_n_edges(g)));
-	json_object_object_add(o, "roots", u64(hg_n_roots(g)));
-	json_object_object_add(o, "unreachable_bytes", u64(s->unreachable_bytes));
-	json_object_object_add(o, "unreachable_objects", u64(s->unreachable_count));
-	json_object_object_add(o, "gc", u64(hg_gc_count(g)));
-	json_object_object_add(o, "pause_ms",
-	                       snap->pause_ns >= 0 ? json_object_new_double((double)snap->pause_ns / 1e6) : NULL);
-	json_object_object_add(o, "walk_ms",
-	                       snap->walk_ns >= 0 ? json_object_new_double((double)snap->walk_ns / 1e6) : NULL);
-	json_object_object_add(o, "elapsed_ms", json_object_new_double((double)snap->elapsed_ns / 1e6));
-	json_object_object_add(o, "stream_bytes", u64(snap->stream_bytes));
-	for (int k = 0; k < HG_N_GENS; k++) {
-		json_object *x = json_object_new_object();
-		json_object_object_add(x, "bytes", u64(s->gen_bytes[k]));
-		json_object_object_add(x, "objects", u64(s->gen_count[k]));
-		json_object_object_add(gens, gen_names[k], x);
-	}
-	json_object_object_add(o, "generations", gens);
-	for (size_t i = 0; i < s->n_rows; i++) {
-		const struct hs_row *r = &s->rows[i];
-		const struct hg_type *t = r->type == HG_NONE ? NULL : hg_type(g, r->type);
-		json_object *x = json_object_new_object(), *gb = json_object_new_object();
-		json_object_object_add(x, "type", json_object_new_string(t ? t->name : "<UNKNOWN>"));
-		json_object_object_add(x, "bytes", u64(r->bytes));
-		json_object_object_add(x, "objects", u64(r->count));
-		for (int k = 0; k < HG_N_GENS; k++) {
-			if (!r->gen_count[k])
-				continue;
-			json_object *y = json_object_new_object();
-			json_object_object_add(y, "bytes", u64(r->gen_bytes[k]));
-			json_object_object_add(y, "objects", u64(r->gen_count[k]));
-			json_object_object_add(gb, gen_names[k], y);
-		}
-		json_object_object_add(x, "generations", gb);
-		json_object_array_add(types, x);
-	}
-	json_object_object_add(o, "types", types);
-	for (size_t i = 0; i < s->n_paths; i++) {
-		const struct hs_path *p = &s->paths[i];
-		const struct hs_row *r = &s->rows[p->row];
-		const struct hg_type *t = r->type == HG_NONE ? NULL : hg_type(g, r->type);
-		json_object *x = json_object_new_object(), *steps = json_object_new_array();
-		json_object_object_add(x, "type", json_object_new_string(t ? t->name : "<UNKNOWN>"));
-		json_object_object_add(x, "root", json_object_new_string(p->root));
-		for (size_t k = 0; k < p->n_steps; k++) {
-			const struct hg_type *st = p->steps[k] == HG_NONE ? NULL : hg_type(g, p->steps[k]);
-			json_object *y = json_object_new_object();
-			json_object_object_add(y, "type", json_object_new_string(st ? st->name : "<UNKNOWN>"));
-			if (p->nested[k])
-				json_object_object_add(y, "nested", json_object_new_boolean(1));
-			json_object_array_add(steps, y);
-		}
-		json_object_object_add(x, "steps", steps);
-		json_object_object_add(x, "cut", json_object_new_boolean(p->cut));
-		json_object_object_add(x, "bytes", u64(p->bytes));
-		json_object_object_add(x, "objects", u64(p->count));
-		json_object_array_add(paths, x);
-	}
-	json_object_object_add(o, "paths", paths);
-	json_object_object_add(c, "objects", u64(cut->nodes));
-	json_object_object_add(c, "references", u64(cut->edges));
-	json_object_object_add(c, "types", u64(cut->types));
-	json_object_object_add(c, "roots", u64(cut->roots));
-	json_object_object_add(c, "names", u64(cut->names));
-	json_object_object_add(c, "lost_batches", u64(cut->lost_batches));
-	json_object_object_add(c, "unresolved_references", u64(cut->unresolved_edges));
-	json_object_object_add(c, "unresolved_roots", u64(cut->unresolved_roots));
-	json_object_object_add(o, "cut", c);
-	return o;
 }
 
 /* The snapshot as a .gcdump at path; 0, or -1 with the error logged. */
@@ -349,7 +264,7 @@ static int run(int argc, char **argv)
 		return DW_EXIT_RUNTIME;
 	}
 	if (json) {
-		json_object *o2 = json_summary(pid, &snap, s);
+		json_object *o2 = heapdump_json(pid, &snap, s, SIZE_MAX);
 		jsonl_print(stdout, o2);
 		json_object_put(o2);
 	} else {
