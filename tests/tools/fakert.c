@@ -12,7 +12,8 @@
  *   flood     the trace's blocks over and over, as fast as the reader takes them
  *   badreply  a reply to ProcessInfo with a broken header and absurd size
  *   replay    the recorded trace without its end tag, then nothing (the
- *             connection stays open, between blocks): a quiet runtime
+ *             connection stays open, between blocks, until StopTracing
+ *             ends it): a quiet runtime
  *   idle      nothing at all after the reply to CollectTracing: a runtime
  *             with nothing to say (the connection stays open until
  *             StopTracing); needs no trace
@@ -195,7 +196,7 @@ static void stream(int fd)
 				return;
 		for (;;)
 			pause();
-	} else if (strcmp(mode, "idle") == 0) {
+	} else if (strcmp(mode, "idle") == 0 || strcmp(mode, "replay") == 0) {
 		uint8_t b[256];
 		size_t slot = SIZE_MAX;
 		pthread_mutex_lock(&idle_lock);
@@ -204,6 +205,9 @@ static void stream(int fd)
 			idle_fds[n_idle++] = fd;
 		}
 		pthread_mutex_unlock(&idle_lock);
+		/* The last byte of a recording is the stream's end tag. */
+		if (strcmp(mode, "replay") == 0)
+			write_all(fd, trace, trace_len - 1);
 		/* Until the reader goes away or stops the session. */
 		while (read(fd, b, sizeof(b)) > 0)
 			;
@@ -211,11 +215,6 @@ static void stream(int fd)
 		if (slot != SIZE_MAX)
 			idle_fds[slot] = -1;
 		pthread_mutex_unlock(&idle_lock);
-	} else if (strcmp(mode, "replay") == 0) {
-		/* The last byte is the stream's end tag. */
-		write_all(fd, trace, trace_len - 1);
-		for (;;)
-			pause();
 	} else if (strcmp(mode, "flood") == 0) {
 		write_all(fd, trace, blocks_start);
 		/* Whole blocks, over and over: a length that is a multiple of
