@@ -260,6 +260,8 @@ int context_sidecar_name(const char *file, char *out, size_t outlen)
 		n = snprintf(out, outlen, "%s", file);
 	else if (len >= 5 && strcmp(file + len - 5, ".core") == 0)
 		n = snprintf(out, outlen, "%.*s.json", (int)(len - 5), file);
+	else if (len >= 7 && strcmp(file + len - 7, ".gcdump") == 0)
+		n = snprintf(out, outlen, "%.*s.json", (int)(len - 7), file);
 	else if (len >= 4 && strcmp(file + len - 4, ".svg") == 0)
 		n = snprintf(out, outlen, "%.*s.json", (int)(len - 4), file);
 	else

@@ -171,6 +171,8 @@ static void test_sidecar_name(void)
 	CHECK_STR(out, "NAME.json");
 	CHECK(context_sidecar_name("NAME.svg", out, sizeof(out)) == 0);
 	CHECK_STR(out, "NAME.json");
+	CHECK(context_sidecar_name("a/NAME.gcdump", out, sizeof(out)) == 0); /* store.c's name for a gcdump's */
+	CHECK_STR(out, "a/NAME.json");
 	CHECK(context_sidecar_name("x.core.gz", out, sizeof(out)) == 0);
 	CHECK_STR(out, "x.core.gz.json");
 	CHECK(context_sidecar_name(".core", out, sizeof(out)) == 0);

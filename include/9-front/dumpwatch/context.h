@@ -71,8 +71,8 @@ extern const struct context_limits context_limits_default;
 #define CONTEXT_PATH_STEPS 16
 
 /* The name of the context beside FILE: FILE itself when it ends in ".json";
- * ".core" (or ".svg", the other sidecar) replaced by ".json"; else ".json"
- * appended. Returns 0, or -ENAMETOOLONG when it does not fit in out. */
+ * ".core" (or ".gcdump", the other kind of dump, or ".svg", the other
+ * sidecar) replaced by ".json"; else ".json" appended. Returns 0, or -ENAMETOOLONG when it does not fit in out. */
 int context_sidecar_name(const char *file, char *out, size_t outlen);
 
 /* Reads and parses the dump context at path: a regular file (opened
