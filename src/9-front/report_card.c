@@ -345,7 +345,7 @@ static void html_heap(FILE *out, struct json_object *ctx)
 	if (error) {
 		fputs("<span class=\"error\">no summary: ", out);
 		context_html_escape(out, error, len);
-		fputs("</span>", out);
+		fputs(heap ? "</span><br>" : "</span>", out);
 	}
 	if (!heap) {
 		fputs("</td></tr>\n", out);
