@@ -9,7 +9,7 @@
 
 #include "dumpwatch/gcdump.h"
 
-static const char *const gen_names[HG_N_GENS] = {"gen0", "gen1", "gen2", "loh", "poh", "unknown"};
+static const char *const gen_names[HG_N_GENS] = HEAPDUMP_GEN_NAMES;
 
 static json_object *u64(uint64_t v)
 {
@@ -31,19 +31,20 @@ static json_object *path_json(const struct heapgraph *g, const struct hs_path *p
 {
 	json_object *x = json_object_new_object(), *steps = json_object_new_array();
 
-	json_object_object_add(x, "type", json_object_new_string(type_name(g, p->steps[p->n_steps - 1])));
-	json_object_object_add(x, "root", json_object_new_string(p->root));
+	json_object_object_add(x, HEAPDUMP_KEY_PATH_TYPE,
+	                       json_object_new_string(type_name(g, p->steps[p->n_steps - 1])));
+	json_object_object_add(x, HEAPDUMP_KEY_PATH_ROOT, json_object_new_string(p->root));
 	for (size_t k = 0; k < p->n_steps; k++) {
 		json_object *y = json_object_new_object();
-		json_object_object_add(y, "type", json_object_new_string(type_name(g, p->steps[k])));
+		json_object_object_add(y, HEAPDUMP_KEY_STEP_TYPE, json_object_new_string(type_name(g, p->steps[k])));
 		if (p->nested[k])
-			json_object_object_add(y, "nested", json_object_new_boolean(1));
+			json_object_object_add(y, HEAPDUMP_KEY_STEP_NESTED, json_object_new_boolean(1));
 		json_object_array_add(steps, y);
 	}
-	json_object_object_add(x, "steps", steps);
-	json_object_object_add(x, "cut", json_object_new_boolean(p->cut));
-	json_object_object_add(x, "bytes", u64(p->bytes));
-	json_object_object_add(x, "objects", u64(p->count));
+	json_object_object_add(x, HEAPDUMP_KEY_PATH_STEPS, steps);
+	json_object_object_add(x, HEAPDUMP_KEY_PATH_CUT, json_object_new_boolean(p->cut));
+	json_object_object_add(x, HEAPDUMP_KEY_PATH_BYTES, u64(p->bytes));
+	json_object_object_add(x, HEAPDUMP_KEY_PATH_OBJECTS, u64(p->count));
 	return x;
 }
 
@@ -62,27 +63,27 @@ struct json_object *heapdump_json(pid_t pid, const struct heapsnap *snap, const 
 		json_object_put(c);
 		return NULL;
 	}
-	json_object_object_add(o, "pid", json_object_new_int64(pid));
-	json_object_object_add(o, "bytes", u64(s->total_bytes));
-	json_object_object_add(o, "objects", u64(s->total_count));
-	json_object_object_add(o, "references", u64(hg_n_edges(g)));
-	json_object_object_add(o, "roots", u64(hg_n_roots(g)));
-	json_object_object_add(o, "unreachable_bytes", u64(s->unreachable_bytes));
-	json_object_object_add(o, "unreachable_objects", u64(s->unreachable_count));
-	json_object_object_add(o, "gc", u64(hg_gc_count(g)));
-	json_object_object_add(o, "pause_ms", ms(snap->pause_ns));
-	json_object_object_add(o, "walk_ms", ms(snap->walk_ns));
-	json_object_object_add(o, "elapsed_ms", ms(snap->elapsed_ns));
-	json_object_object_add(o, "stream_bytes", u64(snap->stream_bytes));
+	json_object_object_add(o, HEAPDUMP_KEY_PID, json_object_new_int64(pid));
+	json_object_object_add(o, HEAPDUMP_KEY_BYTES, u64(s->total_bytes));
+	json_object_object_add(o, HEAPDUMP_KEY_OBJECTS, u64(s->total_count));
+	json_object_object_add(o, HEAPDUMP_KEY_REFERENCES, u64(hg_n_edges(g)));
+	json_object_object_add(o, HEAPDUMP_KEY_ROOTS, u64(hg_n_roots(g)));
+	json_object_object_add(o, HEAPDUMP_KEY_UNREACHABLE_BYTES, u64(s->unreachable_bytes));
+	json_object_object_add(o, HEAPDUMP_KEY_UNREACHABLE_OBJECTS, u64(s->unreachable_count));
+	json_object_object_add(o, HEAPDUMP_KEY_GC, u64(hg_gc_count(g)));
+	json_object_object_add(o, HEAPDUMP_KEY_PAUSE_MS, ms(snap->pause_ns));
+	json_object_object_add(o, HEAPDUMP_KEY_WALK_MS, ms(snap->walk_ns));
+	json_object_object_add(o, HEAPDUMP_KEY_ELAPSED_MS, ms(snap->elapsed_ns));
+	json_object_object_add(o, HEAPDUMP_KEY_STREAM_BYTES, u64(snap->stream_bytes));
 	for (int k = 0; k < HG_N_GENS; k++) {
 		if (k == HG_GEN_UNKNOWN && !s->gen_count[k])
 			continue;
 		json_object *x = json_object_new_object();
-		json_object_object_add(x, "bytes", u64(s->gen_bytes[k]));
-		json_object_object_add(x, "objects", u64(s->gen_count[k]));
+		json_object_object_add(x, HEAPDUMP_KEY_GEN_BYTES, u64(s->gen_bytes[k]));
+		json_object_object_add(x, HEAPDUMP_KEY_GEN_OBJECTS, u64(s->gen_count[k]));
 		json_object_object_add(gens, gen_names[k], x);
 	}
-	json_object_object_add(o, "generations", gens);
+	json_object_object_add(o, HEAPDUMP_KEY_GENERATIONS, gens);
 	uint64_t other_count = 0, other_bytes = 0, other_types = 0;
 	for (size_t i = 0; i < s->n_rows; i++) {
 		const struct hs_row *r = &s->rows[i];
@@ -93,39 +94,39 @@ struct json_object *heapdump_json(pid_t pid, const struct heapsnap *snap, const 
 			continue;
 		}
 		json_object *x = json_object_new_object(), *gb = json_object_new_object();
-		json_object_object_add(x, "type", json_object_new_string(type_name(g, r->type)));
-		json_object_object_add(x, "bytes", u64(r->bytes));
-		json_object_object_add(x, "objects", u64(r->count));
+		json_object *gc = json_object_new_object();
+		json_object_object_add(x, HEAPDUMP_KEY_TYPE_TYPE, json_object_new_string(type_name(g, r->type)));
+		json_object_object_add(x, HEAPDUMP_KEY_TYPE_BYTES, u64(r->bytes));
+		json_object_object_add(x, HEAPDUMP_KEY_TYPE_OBJECTS, u64(r->count));
 		for (int k = 0; k < HG_N_GENS; k++) {
 			if (!r->gen_count[k])
 				continue;
-			json_object *y = json_object_new_object();
-			json_object_object_add(y, "bytes", u64(r->gen_bytes[k]));
-			json_object_object_add(y, "objects", u64(r->gen_count[k]));
-			json_object_object_add(gb, gen_names[k], y);
+			json_object_object_add(gb, gen_names[k], u64(r->gen_bytes[k]));
+			json_object_object_add(gc, gen_names[k], u64(r->gen_count[k]));
 		}
-		json_object_object_add(x, "generations", gb);
+		json_object_object_add(x, HEAPDUMP_KEY_TYPE_GENERATIONS, gb);
+		json_object_object_add(x, HEAPDUMP_KEY_TYPE_GENERATION_OBJECTS, gc);
 		json_object_array_add(types, x);
 	}
-	json_object_object_add(o, "types", types);
+	json_object_object_add(o, HEAPDUMP_KEY_TYPES, types);
 	json_object *other = json_object_new_object();
-	json_object_object_add(other, "types", u64(other_types));
-	json_object_object_add(other, "bytes", u64(other_bytes));
-	json_object_object_add(other, "objects", u64(other_count));
-	json_object_object_add(o, "other_types", other);
+	json_object_object_add(other, HEAPDUMP_KEY_OTHER_TYPES, u64(other_types));
+	json_object_object_add(other, HEAPDUMP_KEY_OTHER_BYTES, u64(other_bytes));
+	json_object_object_add(other, HEAPDUMP_KEY_OTHER_OBJECTS, u64(other_count));
+	json_object_object_add(o, HEAPDUMP_KEY_OTHER, other);
 	for (size_t i = 0; i < s->n_paths; i++)
 		if (s->paths[i].n_steps > 0)
 			json_object_array_add(paths, path_json(g, &s->paths[i]));
-	json_object_object_add(o, "paths", paths);
-	json_object_object_add(c, "objects", u64(cut->nodes));
-	json_object_object_add(c, "references", u64(cut->edges));
-	json_object_object_add(c, "types", u64(cut->types));
-	json_object_object_add(c, "roots", u64(cut->roots));
-	json_object_object_add(c, "names", u64(cut->names));
-	json_object_object_add(c, "lost_batches", u64(cut->lost_batches));
-	json_object_object_add(c, "unresolved_references", u64(cut->unresolved_edges));
-	json_object_object_add(c, "unresolved_roots", u64(cut->unresolved_roots));
-	json_object_object_add(o, "cut", c);
+	json_object_object_add(o, HEAPDUMP_KEY_PATHS, paths);
+	json_object_object_add(c, HEAPDUMP_KEY_CUT_OBJECTS, u64(cut->nodes));
+	json_object_object_add(c, HEAPDUMP_KEY_CUT_REFERENCES, u64(cut->edges));
+	json_object_object_add(c, HEAPDUMP_KEY_CUT_TYPES, u64(cut->types));
+	json_object_object_add(c, HEAPDUMP_KEY_CUT_ROOTS, u64(cut->roots));
+	json_object_object_add(c, HEAPDUMP_KEY_CUT_NAMES, u64(cut->names));
+	json_object_object_add(c, HEAPDUMP_KEY_CUT_LOST_BATCHES, u64(cut->lost_batches));
+	json_object_object_add(c, HEAPDUMP_KEY_CUT_UNRESOLVED_REFERENCES, u64(cut->unresolved_edges));
+	json_object_object_add(c, HEAPDUMP_KEY_CUT_UNRESOLVED_ROOTS, u64(cut->unresolved_roots));
+	json_object_object_add(o, HEAPDUMP_KEY_CUT, c);
 	return o;
 }
 

@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <langinfo.h>
 #include <locale.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 
 #include "context_shared.h"
 #include "dumpwatch/dumpctx.h"
+#include "dumpwatch/heapdump.h"
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
@@ -137,6 +139,116 @@ int cx_outcome_of(struct json_object *ctx)
 	return -1;
 }
 
+/* ---- the heap summary ------------------------------------------------- */
+
+const char *cx_fmt_count(double v, char *buf, size_t buflen)
+{
+	char raw[24];
+	size_t o = 0;
+	int n;
+
+	if (!(v >= 0 && v <= 9007199254740992.0)) {
+		snprintf(buf, buflen, "?");
+		return buf;
+	}
+	n = snprintf(raw, sizeof(raw), "%.0f", v);
+	for (int i = 0; i < n && o + 2 < buflen; i++) {
+		if (i > 0 && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = raw[i];
+	}
+	if (buflen)
+		buf[o < buflen ? o : buflen - 1] = '\0';
+	return buf;
+}
+
+const char *cx_heap_where(struct json_object *gens, char *buf, size_t buflen)
+{
+	static const char *const keys[HG_N_GENS] = HEAPDUMP_GEN_NAMES;
+	static const char *const labels[HG_N_GENS] = {"gen0", "gen1", "gen2", "LOH", "POH", "?"};
+	double bytes[HG_N_GENS], total = 0;
+	int first = -1, second = -1;
+
+	for (int k = 0; k < HG_N_GENS; k++) {
+		if (!jv_num(gens, keys[k], &bytes[k]) || bytes[k] < 0)
+			bytes[k] = 0;
+		total += bytes[k];
+		if (bytes[k] > 0 && (first < 0 || bytes[k] > bytes[first])) {
+			second = first;
+			first = k;
+		} else if (bytes[k] > 0 && (second < 0 || bytes[k] > bytes[second])) {
+			second = k;
+		}
+	}
+	if (first < 0 || !(total > 0) || !isfinite(total)) {
+		snprintf(buf, buflen, "?");
+		return buf;
+	}
+	if (bytes[first] >= total * 0.995 || second < 0) {
+		snprintf(buf, buflen, "%s", labels[first]);
+		return buf;
+	}
+	double rest = total - bytes[first] - bytes[second];
+	snprintf(buf, buflen, "%s %.0f%% %s %.0f%%%s", labels[first], bytes[first] / total * 100, labels[second],
+	         bytes[second] / total * 100, rest >= total * 0.005 ? "+" : "");
+	return buf;
+}
+
+struct json_object *cx_heap_path_of(struct json_object *heap, const char *type, size_t len)
+{
+	struct json_object *paths = jv_typed(heap, HEAPDUMP_KEY_PATHS, json_type_array);
+	size_t n = paths ? json_object_array_length(paths) : 0;
+
+	if (n > CX_HEAP_PATHS_SCAN)
+		n = CX_HEAP_PATHS_SCAN;
+	for (size_t i = 0; type && i < n; i++) {
+		struct json_object *p = json_object_array_get_idx(paths, i);
+		size_t plen;
+		const char *t = jv_str(p, HEAPDUMP_KEY_PATH_TYPE, &plen);
+
+		if (t && plen == len && memcmp(t, type, len) == 0)
+			return p;
+	}
+	return NULL;
+}
+
+/* A byte that may be part of a .NET identifier as the runtime names types:
+ * letters, digits, '_', '`' (List`1), and any byte of a multibyte character. */
+static int ident_byte(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '`' ||
+	       c >= 0x80;
+}
+
+size_t context_type_short(const char *s, size_t len, char *out, size_t outlen)
+{
+	size_t i = 0, o = 0;
+
+	while (i < len) {
+		size_t j = i;
+
+		if (!ident_byte((unsigned char)s[i])) {
+			if (o + 1 < outlen)
+				out[o] = s[i];
+			o++;
+			i++;
+			continue;
+		}
+		while (j < len && ident_byte((unsigned char)s[j]))
+			j++;
+		if (j + 1 < len && s[j] == '.' && ident_byte((unsigned char)s[j + 1])) {
+			i = j + 1; /* a namespace (or a declaring type): left out */
+			continue;
+		}
+		for (; i < j; i++, o++)
+			if (o + 1 < outlen)
+				out[o] = s[i];
+	}
+	if (outlen)
+		out[o < outlen ? o : outlen - 1] = '\0';
+	return o;
+}
+
 /* ---- loading ----------------------------------------------------------- */
 
 int context_sidecar_name(const char *file, char *out, size_t outlen)
@@ -148,6 +260,8 @@ int context_sidecar_name(const char *file, char *out, size_t outlen)
 		n = snprintf(out, outlen, "%s", file);
 	else if (len >= 5 && strcmp(file + len - 5, ".core") == 0)
 		n = snprintf(out, outlen, "%.*s.json", (int)(len - 5), file);
+	else if (len >= 7 && strcmp(file + len - 7, ".gcdump") == 0)
+		n = snprintf(out, outlen, "%.*s.json", (int)(len - 7), file);
 	else if (len >= 4 && strcmp(file + len - 4, ".svg") == 0)
 		n = snprintf(out, outlen, "%.*s.json", (int)(len - 4), file);
 	else

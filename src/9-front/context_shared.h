@@ -27,6 +27,23 @@ const char *cx_fmt_cond_value(struct json_object *cond, char *buf, size_t buflen
  * not write. */
 int cx_outcome_of(struct json_object *ctx);
 
+/* v as a count with thousands grouped: "24,819"; "?" when v is not a
+ * count (negative, beyond 2^53). */
+const char *cx_fmt_count(double v, char *buf, size_t buflen);
+
+/* Where the bytes of a heap summary's type lie, from its "generations"
+ * (bytes by generation): "LOH" when one generation holds nearly all
+ * (99.5 %), else the two that hold most with their shares, "gen1 63% gen2
+ * 29%", and "+" when others hold more than a rounding's worth; "?" when gens
+ * says nothing. Only the generations dumpwatch writes are read. */
+const char *cx_heap_where(struct json_object *gens, char *buf, size_t buflen);
+
+/* The retention path of heap (a context's "heap") whose type is the len
+ * bytes at type, or NULL; looks at no more than the first CX_HEAP_PATHS_SCAN
+ * paths (dumpwatch writes 10). */
+#define CX_HEAP_PATHS_SCAN 64
+struct json_object *cx_heap_path_of(struct json_object *heap, const char *type, size_t len);
+
 /* context_html_escape of a NUL-terminated string. */
 void cx_h(FILE *out, const char *s);
 

@@ -1,6 +1,8 @@
 /* One dump context as a card of `dumpwatch report`'s page (context.h): the
- * outcome, the process, the rule and its conditions, the dump, links to the
- * files beside it, and the plot inline; the page's style sheet. Every string
+ * outcome, the process, the rule and its conditions, the dump, the types
+ * that allocated most, the heap summary (the largest types and what holds
+ * them), links to the files beside it, and the plot inline; the page's
+ * style sheet. Every string
  * from the context is HTML-escaped (context_html_escape); links are relative
  * and percent-encoded, built from names found in the directory, never from
  * paths inside the file. The page around the cards is report_page.c's. */
@@ -16,6 +18,7 @@
 
 #include "context_shared.h"
 #include "dumpwatch/dumpctx.h"
+#include "dumpwatch/heapdump.h"
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/plot.h"
 #include "dumpwatch/text.h"
@@ -258,6 +261,165 @@ static void html_allocs(FILE *out, struct json_object *ctx)
 	fputs("</td></tr>\n", out);
 }
 
+/* A name from the target (a type's, a root's) HTML-escaped and cut at
+ * CONTEXT_NAME_MAX characters with an ellipsis; "?" when it is not a string.
+ * short_type: without its namespaces (context_type_short). */
+static void h_name(FILE *out, const char *s, size_t len, int short_type)
+{
+	static const struct text_markup html = {.apos = "&#39;", .control = "", .maxwidth = CONTEXT_NAME_MAX};
+	char shorter[4 * CONTEXT_NAME_MAX + 1];
+
+	if (!s) {
+		fputs("?", out);
+		return;
+	}
+	if (short_type) {
+		/* A character takes at most 4 bytes: no more of the name can show. */
+		size_t full = context_type_short(s, len, shorter, sizeof(shorter));
+		text_put_markup(out, shorter, full < sizeof(shorter) ? full : sizeof(shorter) - 1, &html);
+		if (full >= sizeof(shorter))
+			fputs("\xE2\x80\xA6", out);
+		return;
+	}
+	text_put_markup(out, s, len, &html);
+}
+
+/* The retention path of a type: its bytes held, and the root and the types
+ * (without their namespaces) from it, an ellipsis where steps were left out. */
+static void html_path(FILE *out, struct json_object *type, struct json_object *path)
+{
+	struct json_object *steps = jv_typed(path, HEAPDUMP_KEY_PATH_STEPS, json_type_array);
+	struct json_object *cut = jv_typed(path, HEAPDUMP_KEY_PATH_CUT, json_type_boolean);
+	size_t n = steps ? json_object_array_length(steps) : 0, len;
+	const char *s = jv_str(type, HEAPDUMP_KEY_TYPE_TYPE, &len);
+	char b1[48], b2[48];
+	double d, of;
+
+	fputs("<p class=\"path\"><code>", out);
+	h_name(out, s, len, 0);
+	fputs("</code>", out);
+	if (jv_num(path, HEAPDUMP_KEY_PATH_BYTES, &d)) {
+		fprintf(out, " %s", units_format(d, UNIT_BYTES, b1, sizeof(b1)));
+		if (jv_num(type, HEAPDUMP_KEY_TYPE_BYTES, &of))
+			fprintf(out, " of %s", units_format(of, UNIT_BYTES, b2, sizeof(b2)));
+	}
+	fputs(" held by<br><code>", out);
+	s = jv_str(path, HEAPDUMP_KEY_PATH_ROOT, &len);
+	h_name(out, s, len, 0);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *st = json_object_array_get_idx(steps, i);
+
+		if (n > CONTEXT_PATH_STEPS && i == CONTEXT_PATH_STEPS / 2) {
+			fprintf(out, " \xE2\x86\x92 \xE2\x80\xA6 %zu more", n - CONTEXT_PATH_STEPS);
+			i = n - CONTEXT_PATH_STEPS / 2 - 1;
+			continue;
+		}
+		if (cut && json_object_get_boolean(cut) && i + 1 == n)
+			fputs(" \xE2\x86\x92 \xE2\x80\xA6", out);
+		fputs(" \xE2\x86\x92 ", out);
+		s = jv_str(st, HEAPDUMP_KEY_STEP_TYPE, &len);
+		h_name(out, s, len, 1);
+		if (json_object_get_boolean(jv_typed(st, HEAPDUMP_KEY_STEP_NESTED, json_type_boolean)))
+			fputs(" (nested)", out);
+	}
+	fputs("</code></p>", out);
+}
+
+/* The row of the heap summary: the largest types in a table, the paths
+ * that hold the first of them, the target's pause; or why the summary is
+ * missing. Only the first CONTEXT_CARD_HEAP_TYPES types are read. */
+static void html_heap(FILE *out, struct json_object *ctx)
+{
+	struct json_object *heap = jv_typed(ctx, DUMPCTX_KEY_HEAP, json_type_object);
+	struct json_object *types = jv_typed(heap, HEAPDUMP_KEY_TYPES, json_type_array);
+	struct json_object *other = jv_typed(heap, HEAPDUMP_KEY_OTHER, json_type_object);
+	size_t len, n = types ? json_object_array_length(types) : 0, shown = n, paths = 0;
+	const char *error = jv_str(ctx, DUMPCTX_KEY_HEAP_ERROR, &len);
+	char b1[48], b2[48], b3[48], b4[48];
+	double total = 0, d, other_bytes = 0, other_objects = 0, other_count;
+	int has_total;
+
+	if (!heap && !error)
+		return;
+	row(out, "Heap");
+	if (error) {
+		fputs("<span class=\"error\">no summary: ", out);
+		context_html_escape(out, error, len);
+		fputs(heap ? "</span><br>" : "</span>", out);
+	}
+	if (!heap) {
+		fputs("</td></tr>\n", out);
+		return;
+	}
+	has_total = jv_num(heap, HEAPDUMP_KEY_BYTES, &total) && total > 0;
+	fputs(has_total ? units_format(total, UNIT_BYTES, b1, sizeof(b1)) : "?", out);
+	if (jv_num(heap, HEAPDUMP_KEY_OBJECTS, &d))
+		fprintf(out, " in %s objects", cx_fmt_count(d, b2, sizeof(b2)));
+	if (jv_num(heap, HEAPDUMP_KEY_PAUSE_MS, &d))
+		fprintf(out, "; the target was paused %s for the snapshot", units_format(d, UNIT_MS, b3, sizeof(b3)));
+	if (shown > CONTEXT_CARD_HEAP_TYPES)
+		shown = CONTEXT_CARD_HEAP_TYPES;
+	if (n > 0)
+		fputs("<table class=\"heap\"><tr><th class=\"n\">bytes</th><th class=\"n\">objects</th><th "
+		      "class=\"n\">share</th><th>where</th><th>type</th></tr>\n",
+		      out);
+	for (size_t i = 0; i < shown; i++) {
+		struct json_object *e = json_object_array_get_idx(types, i);
+		const char *type = jv_str(e, HEAPDUMP_KEY_TYPE_TYPE, &len);
+
+		snprintf(b1, sizeof(b1), "?");
+		snprintf(b2, sizeof(b2), "?");
+		snprintf(b3, sizeof(b3), "?");
+		if (jv_num(e, HEAPDUMP_KEY_TYPE_BYTES, &d)) {
+			units_format(d, UNIT_BYTES, b1, sizeof(b1));
+			if (has_total && d >= 0)
+				snprintf(b3, sizeof(b3), "%.1f %%", d / total * 100);
+		}
+		if (jv_num(e, HEAPDUMP_KEY_TYPE_OBJECTS, &d))
+			cx_fmt_count(d, b2, sizeof(b2));
+		cx_heap_where(jv_typed(e, HEAPDUMP_KEY_TYPE_GENERATIONS, json_type_object), b4, sizeof(b4));
+		fprintf(
+		    out,
+		    "<tr><td class=\"n\">%s</td><td class=\"n\">%s</td><td class=\"n\">%s</td><td>%s</td><td><code>",
+		    b1, b2, b3, b4);
+		h_name(out, type, len, 0);
+		fputs("</code></td></tr>\n", out);
+	}
+	for (size_t i = shown; i < n && i < shown + 4096; i++) {
+		struct json_object *e = json_object_array_get_idx(types, i);
+		if (jv_num(e, HEAPDUMP_KEY_TYPE_BYTES, &d))
+			other_bytes += d;
+		if (jv_num(e, HEAPDUMP_KEY_TYPE_OBJECTS, &d))
+			other_objects += d;
+	}
+	other_count = (double)(n - shown);
+	if (jv_num(other, HEAPDUMP_KEY_OTHER_TYPES, &d))
+		other_count += d;
+	if (jv_num(other, HEAPDUMP_KEY_OTHER_BYTES, &d))
+		other_bytes += d;
+	if (jv_num(other, HEAPDUMP_KEY_OTHER_OBJECTS, &d))
+		other_objects += d;
+	if (n > 0 && other_count > 0)
+		fprintf(out,
+		        "<tr><td class=\"n\">%s</td><td class=\"n\">%s</td><td></td><td></td><td>%s other "
+		        "types</td></tr>\n",
+		        units_format(other_bytes, UNIT_BYTES, b1, sizeof(b1)),
+		        cx_fmt_count(other_objects, b2, sizeof(b2)), cx_fmt_count(other_count, b3, sizeof(b3)));
+	if (n > 0)
+		fputs("</table>", out);
+	for (size_t i = 0; i < shown && paths < CONTEXT_CARD_HEAP_PATHS; i++) {
+		struct json_object *e = json_object_array_get_idx(types, i);
+		const char *type = jv_str(e, HEAPDUMP_KEY_TYPE_TYPE, &len);
+		struct json_object *p = cx_heap_path_of(heap, type, len);
+
+		if (p) {
+			html_path(out, e, p);
+			paths++;
+		}
+	}
+	fputs("</td></tr>\n", out);
+}
+
 void cx_html_card(FILE *out, struct json_object *ctx, const char *json_name, const char *prefix, int dirfd)
 {
 	struct json_object *rule = jv_typed(ctx, DUMPCTX_KEY_RULE, json_type_object);
@@ -363,6 +525,7 @@ void cx_html_card(FILE *out, struct json_object *ctx, const char *json_name, con
 	fputs("</td></tr>\n", out);
 
 	html_allocs(out, ctx);
+	html_heap(out, ctx);
 
 	row(out, "Files");
 	html_link(out, prefix, dirfd, json_name);
@@ -403,6 +566,11 @@ const char cx_page_style[] =
     ".plot{margin-top:.5em}\n"
     ".plot svg{max-width:100%;height:auto}\n"
     ".noplot{color:#555;font-style:italic}\n"
+    "table.heap{width:auto;margin:.3em 0}\n"
+    ".heap th{width:auto;padding:.1em .9em .1em 0;font-weight:600}\n"
+    ".heap td{padding:.1em .9em .1em 0}\n"
+    ".heap .n{text-align:right;white-space:nowrap}\n"
+    ".path{margin:.3em 0;overflow-wrap:anywhere}\n"
     ".left-out{color:#8b4500}\n"
     "a{color:#0645ad}\n"
     "@media print{body{margin:0;max-width:none}.card{break-inside:avoid;page-break-inside:avoid}a{color:#000}}\n";

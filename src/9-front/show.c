@@ -1,6 +1,8 @@
 /* `dumpwatch show FILE`: a dump context as text for a terminal (context.h):
  * the outcome and why, when, the dump, the process, a sparkline per condition
- * over the history, the last GCs, the types that allocated most. Every string from the context is escaped
+ * over the history, the last GCs, the types that allocated most, the heap
+ * summary (the largest types, what holds them, the target's pause). Every
+ * string from the context is escaped
  * (text_escape); a field missing or of the wrong type shows as "?" or is left
  * out. */
 #include "dumpwatch/context.h"
@@ -15,6 +17,7 @@
 
 #include "context_shared.h"
 #include "dumpwatch/dumpctx.h"
+#include "dumpwatch/heapdump.h"
 #include "dumpwatch/jsonget.h"
 #include "dumpwatch/text.h"
 #include "dumpwatch/units.h"
@@ -502,6 +505,213 @@ static void show_allocs(FILE *out, struct json_object *ctx)
 		        units_format(other + listed, UNIT_BYTES, b1, sizeof(b1)), "", "");
 }
 
+/* A name from the target (a type's, a root's): escaped, cut at
+ * CONTEXT_NAME_MAX bytes of escaped text with an ellipsis; "?" when it is
+ * not a string, "(no name)" when empty. short_type: without its namespaces
+ * (context_type_short). */
+static void put_name(FILE *out, const char *s, size_t len, int short_type, int utf8)
+{
+	char esc[CONTEXT_NAME_MAX + 1], shorter[4 * CONTEXT_NAME_MAX + 1];
+	size_t n;
+
+	if (!s) {
+		fputs("?", out);
+		return;
+	}
+	if (len == 0) {
+		fputs("(no name)", out);
+		return;
+	}
+	if (short_type) {
+		/* Escaped, a byte takes at most 4: the first 4 * CONTEXT_NAME_MAX
+		 * bytes of the short name are all that can show. */
+		size_t full = context_type_short(s, len, shorter, sizeof(shorter));
+		n = text_escape(shorter, full < sizeof(shorter) ? full : sizeof(shorter) - 1, esc, sizeof(esc));
+		if (full >= sizeof(shorter))
+			n = sizeof(esc);
+	} else {
+		n = text_escape(s, len, esc, sizeof(esc));
+	}
+	fputs(esc, out);
+	if (n >= sizeof(esc))
+		fputs(utf8 ? "\u2026" : "...", out);
+}
+
+/* One retention path: "s_entries (static) -> List<Byte[]> -> Byte[]", the
+ * types without their namespaces, "(nested)" after a step that is a run of
+ * objects of its type, an ellipsis where steps were left out. */
+static void show_path(FILE *out, struct json_object *path, int utf8)
+{
+	struct json_object *steps = jv_typed(path, HEAPDUMP_KEY_PATH_STEPS, json_type_array);
+	size_t n = steps ? json_object_array_length(steps) : 0, len;
+	const char *arrow = utf8 ? " \u2192 " : " -> ", *dots = utf8 ? "\u2026" : "...";
+	struct json_object *cut = jv_typed(path, HEAPDUMP_KEY_PATH_CUT, json_type_boolean);
+	const char *root = jv_str(path, HEAPDUMP_KEY_PATH_ROOT, &len);
+
+	put_name(out, root, len, 0, utf8);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *st = json_object_array_get_idx(steps, i);
+		const char *type = jv_str(st, HEAPDUMP_KEY_STEP_TYPE, &len);
+
+		if (n > CONTEXT_PATH_STEPS && i == CONTEXT_PATH_STEPS / 2) {
+			fprintf(out, "%s%s %zu more", arrow, dots, n - CONTEXT_PATH_STEPS);
+			i = n - CONTEXT_PATH_STEPS / 2 - 1;
+			continue;
+		}
+		if (cut && json_object_get_boolean(cut) && i + 1 == n)
+			fprintf(out, "%s%s", arrow, dots);
+		fputs(arrow, out);
+		put_name(out, type, len, 1, utf8);
+		if (json_object_get_boolean(jv_typed(st, HEAPDUMP_KEY_STEP_NESTED, json_type_boolean)))
+			fputs(" (nested)", out);
+	}
+	fputc('\n', out);
+}
+
+/* The heap summary (heap: absent unless a snapshot was asked for;
+ * heap_error: why it is missing). Names come from the process or the file:
+ * escaped, cut. Only the first CONTEXT_SHOW_HEAP_TYPES types and the paths
+ * of the first CONTEXT_SHOW_HEAP_PATHS are read, whatever the file holds. */
+static void show_heap(FILE *out, struct json_object *ctx, int utf8)
+{
+	static const char *const keys[HG_N_GENS] = HEAPDUMP_GEN_NAMES;
+	static const char *const labels[HG_N_GENS] = {"gen0", "gen1", "gen2", "LOH", "POH", "?"};
+	struct json_object *heap = jv_typed(ctx, DUMPCTX_KEY_HEAP, json_type_object);
+	struct json_object *types = jv_typed(heap, HEAPDUMP_KEY_TYPES, json_type_array);
+	struct json_object *gens = jv_typed(heap, HEAPDUMP_KEY_GENERATIONS, json_type_object);
+	struct json_object *other = jv_typed(heap, HEAPDUMP_KEY_OTHER, json_type_object);
+	struct json_object *cut = jv_typed(heap, HEAPDUMP_KEY_CUT, json_type_object);
+	size_t len, n = types ? json_object_array_length(types) : 0, shown = n, paths = 0;
+	const char *error = jv_str(ctx, DUMPCTX_KEY_HEAP_ERROR, &len);
+	char b1[48], b2[48], b3[48], b4[48];
+	double total = 0, d, other_bytes = 0, other_count = 0, other_objects = 0;
+	int has_total;
+
+	if (error) {
+		fputs("\nheap summary: missing: ", out);
+		text_put_escaped(out, error, len);
+		fputc('\n', out);
+	}
+	if (!heap)
+		return;
+	has_total = jv_num(heap, HEAPDUMP_KEY_BYTES, &total) && total > 0;
+	fputs("\nheap (a snapshot", out);
+	if (jv_num(heap, HEAPDUMP_KEY_GC, &d) && d > 0)
+		fprintf(out, " in GC #%s", cx_fmt_count(d, b1, sizeof(b1)));
+	fputs(")", out);
+	if (has_total)
+		fprintf(out, ": %s", units_format(total, UNIT_BYTES, b1, sizeof(b1)));
+	if (jv_num(heap, HEAPDUMP_KEY_OBJECTS, &d))
+		fprintf(out, " in %s objects", cx_fmt_count(d, b2, sizeof(b2)));
+	if (jv_num(heap, HEAPDUMP_KEY_PAUSE_MS, &d))
+		fprintf(out, "; the target was paused %s for it", units_format(d, UNIT_MS, b3, sizeof(b3)));
+	fputs(":\n", out);
+	if (gens) {
+		const char *sep = "  by generation: ";
+		for (int k = 0; k < HG_N_GENS; k++) {
+			if (!jv_num(jv_typed(gens, keys[k], json_type_object), HEAPDUMP_KEY_GEN_BYTES, &d))
+				continue;
+			fprintf(out, "%s%s %s", sep, labels[k], units_format(d, UNIT_BYTES, b1, sizeof(b1)));
+			sep = ", ";
+		}
+		if (sep[0] == ',')
+			fputc('\n', out);
+	}
+	if (shown > CONTEXT_SHOW_HEAP_TYPES)
+		shown = CONTEXT_SHOW_HEAP_TYPES;
+	if (n == 0) {
+		fputs("  no types\n", out);
+	} else {
+		fprintf(out, "  %9s %11s %6s  %-18s  %s\n", "bytes", "objects", "share", "where", "type");
+	}
+	for (size_t i = 0; i < shown; i++) {
+		struct json_object *e = json_object_array_get_idx(types, i);
+		const char *type = jv_str(e, HEAPDUMP_KEY_TYPE_TYPE, &len);
+
+		snprintf(b1, sizeof(b1), "?");
+		snprintf(b2, sizeof(b2), "?");
+		snprintf(b3, sizeof(b3), "?");
+		if (jv_num(e, HEAPDUMP_KEY_TYPE_BYTES, &d)) {
+			units_format(d, UNIT_BYTES, b1, sizeof(b1));
+			if (has_total && d >= 0)
+				snprintf(b3, sizeof(b3), "%.1f%%", d / total * 100);
+		}
+		if (jv_num(e, HEAPDUMP_KEY_TYPE_OBJECTS, &d))
+			cx_fmt_count(d, b2, sizeof(b2));
+		cx_heap_where(jv_typed(e, HEAPDUMP_KEY_TYPE_GENERATIONS, json_type_object), b4, sizeof(b4));
+		fprintf(out, "  %9s %11s %6s  %-18s  ", b1, b2, b3, b4);
+		put_name(out, type, len, 0, utf8);
+		fputc('\n', out);
+	}
+	/* The rest: the listed types not shown, and those the context counts
+	 * as other; only when the file's figures add up to something. */
+	for (size_t i = shown; i < n && i < shown + 4096; i++) {
+		struct json_object *e = json_object_array_get_idx(types, i);
+		if (jv_num(e, HEAPDUMP_KEY_TYPE_BYTES, &d))
+			other_bytes += d;
+		if (jv_num(e, HEAPDUMP_KEY_TYPE_OBJECTS, &d))
+			other_objects += d;
+	}
+	other_count = (double)(n - shown);
+	if (jv_num(other, HEAPDUMP_KEY_OTHER_TYPES, &d))
+		other_count += d;
+	if (jv_num(other, HEAPDUMP_KEY_OTHER_BYTES, &d))
+		other_bytes += d;
+	if (jv_num(other, HEAPDUMP_KEY_OTHER_OBJECTS, &d))
+		other_objects += d;
+	if (other_count > 0)
+		fprintf(out, "  %9s %11s %6s  %-18s  (%s other types)\n",
+		        units_format(other_bytes, UNIT_BYTES, b1, sizeof(b1)),
+		        cx_fmt_count(other_objects, b2, sizeof(b2)), "", "", cx_fmt_count(other_count, b3, sizeof(b3)));
+	for (size_t i = 0; i < shown && i < CONTEXT_SHOW_HEAP_PATHS; i++) {
+		struct json_object *e = json_object_array_get_idx(types, i);
+		const char *type = jv_str(e, HEAPDUMP_KEY_TYPE_TYPE, &len);
+		struct json_object *p = cx_heap_path_of(heap, type, len);
+		double pb, pc;
+
+		if (!p)
+			continue;
+		if (paths++ == 0)
+			fputs("  what holds them (from a root, the path that holds most of each type's bytes):\n", out);
+		fputs("    ", out);
+		put_name(out, type, len, 0, utf8);
+		fputs(":", out);
+		if (jv_num(p, HEAPDUMP_KEY_PATH_BYTES, &pb)) {
+			fprintf(out, " %s", units_format(pb, UNIT_BYTES, b1, sizeof(b1)));
+			if (jv_num(e, HEAPDUMP_KEY_TYPE_BYTES, &d))
+				fprintf(out, " of %s", units_format(d, UNIT_BYTES, b2, sizeof(b2)));
+		}
+		if (jv_num(p, HEAPDUMP_KEY_PATH_OBJECTS, &pc)) {
+			fprintf(out, " in %s", cx_fmt_count(pc, b1, sizeof(b1)));
+			if (jv_num(e, HEAPDUMP_KEY_TYPE_OBJECTS, &d))
+				fprintf(out, " of %s", cx_fmt_count(d, b2, sizeof(b2)));
+			fputs(" objects", out);
+		}
+		fputs("\n      ", out);
+		show_path(out, p, utf8);
+	}
+	if (cut) {
+		static const struct {
+			const char *key, *what;
+		} cuts[] = {{HEAPDUMP_KEY_CUT_OBJECTS, "objects"},
+		            {HEAPDUMP_KEY_CUT_REFERENCES, "references"},
+		            {HEAPDUMP_KEY_CUT_TYPES, "types"},
+		            {HEAPDUMP_KEY_CUT_ROOTS, "roots"},
+		            {HEAPDUMP_KEY_CUT_NAMES, "type names"},
+		            {HEAPDUMP_KEY_CUT_LOST_BATCHES, "event batches lost"},
+		            {HEAPDUMP_KEY_CUT_UNRESOLVED_REFERENCES, "references to no object"},
+		            {HEAPDUMP_KEY_CUT_UNRESOLVED_ROOTS, "roots of no object"}};
+		const char *sep = "  cut (past dumpwatch's bounds, or lost): ";
+		for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++)
+			if (jv_num(cut, cuts[k].key, &d) && d > 0) {
+				fprintf(out, "%s%s %s", sep, cx_fmt_count(d, b1, sizeof(b1)), cuts[k].what);
+				sep = ", ";
+			}
+		if (sep[0] == ',')
+			fputc('\n', out);
+	}
+}
+
 int context_show(FILE *out, struct json_object *ctx, int utf8)
 {
 	size_t len;
@@ -520,6 +730,7 @@ int context_show(FILE *out, struct json_object *ctx, int utf8)
 	show_history(out, ctx, utf8);
 	show_gcs(out, ctx);
 	show_allocs(out, ctx);
+	show_heap(out, ctx, utf8);
 	return fflush(out) == 0 && !ferror(out) ? 0 : -EIO;
 }
 

@@ -13,7 +13,8 @@
 # rule's name in it, the hostile names as text and no element they smuggle
 # in), as it does the SVG. Both are bounded: a file over 4 MiB is refused
 # unread, and a report of 39 MiB of contexts reads the newest 32 MiB and names
-# the oldest, left out, in one line.
+# the oldest, left out, in one line. A page of contexts with heap summaries,
+# one with hostile type and root names, renders with the names as text.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 CHECK_RENDER="$DW_SOURCE_DIR/tests/tools/render_check.py"
@@ -212,4 +213,34 @@ grep_q -F "huge.json: too large for a dump context (4194305 bytes; at most 41943
 [ "$(grep -c '<article' "$T/bounds/index.html")" = 8 ] && ! grep_q -F 'ctx-1.json' "$T/bounds/index.html" &&
 	grep_q -F "2 more files left out (the oldest)" "$T/bounds/index.html" ||
 	fail "the page does not hold the eight newest and say two were left out"
-echo "PASS: 3 dumps, 1 skipped, each with its context; delete-oldest took the oldest with its files; show and report render; show and report bounded"
+
+# The heap summary on the page: the real context with one (tests/data/context)
+# and the same made hostile (a type and a root named with markup and a script,
+# a heap_error with markup), rendered by Chromium: the table and the path are
+# there, the names show as text and smuggle in no element.
+HEAPCTX="$DW_SOURCE_DIR/tests/data/context/GcLab-3033-20261128T130335Z.json"
+mkdir "$T/heap"
+cp "$HEAPCTX" "$T/heap/"
+$PY - "$HEAPCTX" "$T/heap/hostile.json" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+evil = "<b>\"q'&</b><script>alert(1)</script>"
+c["heap"]["types"][0]["type"] = "Evil" + evil
+c["heap"]["paths"][0]["type"] = "Evil" + evil
+c["heap"]["paths"][0]["root"] = "s_<img src=x onerror=alert(1)> (static)"
+c["heap_error"] = "<i>failed</i>"
+c["fired_unix_ms"] += 1
+json.dump(c, open(sys.argv[2], "w"))
+EOF
+"$DUMPWATCH" report "$T/heap" >"$T/heap.out" 2>&1 || fail "report of the heap contexts failed: $(cat "$T/heap.out")"
+grep_q -F "2 dumps (0 skipped, 0 failed)" "$T/heap.out" || fail "report of the heap contexts: $(cat "$T/heap.out")"
+$PY "$CHECK_RENDER" screenshot "$T/heap/index.html" "$T/heap.png" --expect "s_entries (static)" \
+	--expect "List<Byte[]>" --expect "HeapNode" --expect "System.Byte[]" --expect "228 other types" \
+	--literal 'Evil<b>"q'"'"'&</b><script>alert(1)</script>' --literal 's_<img src=x onerror=alert(1)> (static)' \
+	--literal "no summary: <i>failed</i>" --no-element script --no-element img --no-element b --no-element i ||
+	fail "the heap summary on the page does not render as expected"
+"$DUMPWATCH" show "$T/heap/hostile.json" >"$T/heap-show.txt" || fail "show of the hostile heap failed"
+grep_q -F "heap summary: missing: <i>failed</i>" "$T/heap-show.txt" &&
+	grep_q -F "      s_<img src=x onerror=alert(1)> (static) " "$T/heap-show.txt" ||
+	fail "show of the hostile heap: $(cat "$T/heap-show.txt")"
+echo "PASS: 3 dumps, 1 skipped, each with its context; delete-oldest took the oldest with its files; show and report render; show and report bounded; the heap summary renders, hostile names as text"

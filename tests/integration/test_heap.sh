@@ -50,14 +50,14 @@ ours() { # TYPE JQ-PATH-UNDER-THE-TYPE
 
 read -r n b <<<"$(report_type System.Byte[] '\(Bytes > 1M\)')"
 [ "$n" -ge 400 ] || fail "dotnet-gcdump report shows $n arrays over 1 MB: $(grep -F 'System.Byte[]' "$T/report.txt")"
-agree "System.Byte[] in the LOH" "$(ours System.Byte[] '.generations.loh.objects')" \
-	"$(ours System.Byte[] '.generations.loh.bytes')" "$n" "$b"
+agree "System.Byte[] in the LOH" "$(ours System.Byte[] '.generation_objects.loh')" \
+	"$(ours System.Byte[] '.generations.loh')" "$n" "$b"
 for t in HeapNode HeapLeaf; do
 	read -r n b <<<"$(report_type "$t")"
 	agree "$t" "$(ours "$t" .objects)" "$(ours "$t" .bytes)" "$n" "$b"
 done
 [ "$(ours HeapNode .objects)" -eq 100000 ] || fail "HeapNode: $(ours HeapNode .objects) objects, GcLab made 100000"
-[ "$(ours HeapNode .generations.gen2.objects)" -eq 100000 ] || fail "HeapNode not all in gen2: $(ours HeapNode .generations)"
+[ "$(ours HeapNode .generation_objects.gen2)" -eq 100000 ] || fail "HeapNode not all in gen2: $(ours HeapNode .generations)"
 # The whole heap: the two snapshots are of slightly different states (each
 # session makes objects in the target), so only roughly.
 total=$(jq .bytes "$T/heap.json")

@@ -55,7 +55,7 @@ for type in System.Byte[] HeapNode HeapLeaf; do
 	[ "$rb" = "$sb" ] && [ "$rc" = "$sc" ] || fail "$type: report $rb bytes / $rc objects, summary $sb / $sc"
 done
 [ "$(jq '[.heap.types[] | select(.type == "HeapNode") | .objects] | add' "$J")" -eq 20000 ] || fail "not 20,000 HeapNode"
-big=$(jq '[.heap.types[] | select(.type == "System.Byte[]") | .generations.loh.bytes] | add // 0' "$J")
+big=$(jq '[.heap.types[] | select(.type == "System.Byte[]") | .generations.loh] | add // 0' "$J")
 [ "$big" -ge $((200 * 1048576)) ] || fail "System.Byte[] in the LOH: $big bytes"
 # What holds the byte[]: the static field, then the list.
 path=$(jq -r '.heap.paths[] | select(.type == "System.Byte[]") | [.root, (.steps[].type)] | join(" -> ")' "$J" | head -1)

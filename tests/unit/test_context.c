@@ -4,7 +4,10 @@
  * text, relative links; loading (what is refused and why); `show` and
  * `report` on the hand-made contexts in tests/data/context (a dump, a failed
  * dump whose strings hold markup, quotes and terminal escapes, a skipped
- * one), including the atomic replacement of index.html. */
+ * one), including the atomic replacement of index.html; the heap summary in
+ * both, from a real context and from one made hostile here (type and root
+ * names with terminal escapes, markup and controls, very long, paths of
+ * many steps, more types than dumpwatch writes). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +27,7 @@
 #define CTX_DUMP "GcLab-4807-20261118T110640Z"           /* outcome dump, fired 11:06:40 */
 #define CTX_HOSTILE "dotnet-6001-20261118T120640Z"       /* outcome failed, fired 12:06:40 */
 #define CTX_SKIPPED "OrderService-5120-20261117T110640Z" /* outcome skipped, a day before */
+#define CTX_HEAP "GcLab-3033-20261128T130335Z"           /* a real one with a heap summary */
 
 /* ---- helpers ----------------------------------------------------------- */
 
@@ -167,6 +171,8 @@ static void test_sidecar_name(void)
 	CHECK_STR(out, "NAME.json");
 	CHECK(context_sidecar_name("NAME.svg", out, sizeof(out)) == 0);
 	CHECK_STR(out, "NAME.json");
+	CHECK(context_sidecar_name("a/NAME.gcdump", out, sizeof(out)) == 0); /* store.c's name for a gcdump's */
+	CHECK_STR(out, "a/NAME.json");
 	CHECK(context_sidecar_name("x.core.gz", out, sizeof(out)) == 0);
 	CHECK_STR(out, "x.core.gz.json");
 	CHECK(context_sidecar_name(".core", out, sizeof(out)) == 0);
@@ -644,6 +650,266 @@ out:
 	remove_dir(other);
 }
 
+/* ---- the heap summary ----------------------------------------------------- */
+
+static void check_short(const char *in, const char *want)
+{
+	char out[256];
+	size_t n = context_type_short(in, strlen(in), out, sizeof(out));
+
+	CHECK_STR(out, want);
+	CHECK(n == strlen(want));
+}
+
+static void test_type_short(void)
+{
+	char tiny[5];
+
+	check_short("System.Byte[]", "Byte[]");
+	check_short("System.Collections.Generic.List<System.Byte[]>", "List<Byte[]>");
+	check_short("Entry<System.Int32,System.Diagnostics.Tracing.EventSource+EventMetadata>[]",
+	            "Entry<Int32,EventSource+EventMetadata>[]");
+	check_short("HeapNode", "HeapNode");
+	check_short("System.Collections.Generic.List`1[[System.String]]", "List`1[[String]]");
+	check_short("<Module>.Foo", "<Module>.Foo");
+	check_short("a.", "a.");
+	check_short(".b", ".b");
+	check_short("", "");
+	check_short("Ns.\xC3\xA9t\xC3\xA9.T", "T");
+	/* Cut like snprintf: the whole length returned. */
+	CHECK(context_type_short("System.Collections.Generic.List", 31, tiny, sizeof(tiny)) == 4);
+	CHECK_STR(tiny, "List");
+	CHECK(context_type_short("System.Dictionary", 17, tiny, sizeof(tiny)) == 10);
+	CHECK_STR(tiny, "Dict");
+	/* A NUL is a byte like another; it does not end the name. */
+	CHECK(context_type_short("A.B\0C.D", 7, tiny, sizeof(tiny)) == 3 && memcmp(tiny, "B\0D", 4) == 0);
+}
+
+/* The real context's heap: the table, the generations, the paths. */
+static void test_show_heap(void)
+{
+	char *out = show(CTX_HEAP, 1);
+
+	CHECK(strstr(out, "\nheap (a snapshot in GC #5): 105.9MB in 24,819 objects; the target was paused 5.47ms for "
+	                  "it:\n") != NULL);
+	CHECK(strstr(out, "  by generation: gen0 0B, gen1 306.7KB, gen2 684.0KB, LOH 104.9MB, POH 8.2KB, ? 38.6KB\n") !=
+	      NULL);
+	CHECK(strstr(out, "      bytes     objects  share  where               type\n") != NULL);
+	CHECK(strstr(out, "    104.9MB         187  99.0%  LOH                 System.Byte[]\n") != NULL);
+	CHECK(strstr(out, "    400.0KB      10,000   0.4%  gen2                HeapNode\n") != NULL);
+	CHECK(strstr(out, "    108.8KB       1,503   0.1%  gen1 45% gen2 29%+  System.String\n") != NULL);
+	CHECK(strstr(out, "     10.5KB          34   0.0%  POH 78% gen1 19%+   System.Object[]\n") != NULL);
+	/* 15 of the 30 listed, the other 15 and the 206 beyond with them. */
+	CHECK(strstr(out, "     65.9KB         809                             (221 other types)\n") != NULL);
+	CHECK(strstr(out, "System.Reflection.Emit.OpCode\n") != NULL);
+	CHECK(strstr(out, "System.RuntimeType\n") != NULL && strstr(out, "System.Reflection.RtFieldInfo") == NULL);
+	CHECK(strstr(out, "  what holds them (from a root, the path that holds most of each type's bytes):\n"
+	                  "    System.Byte[]: 104.9MB of 104.9MB in 100 of 187 objects\n"
+	                  "      s_entries (static) \u2192 List<Byte[]> \u2192 Byte[][] \u2192 Byte[]\n"
+	                  "    HeapNode: 400.0KB of 400.0KB in 10,000 of 10,000 objects\n"
+	                  "      s_root (static) \u2192 HeapNode (nested)\n"
+	                  "    HeapLeaf: ") != NULL);
+	CHECK(count(out, " objects\n      ") == CONTEXT_SHOW_HEAP_PATHS);
+	CHECK(strstr(out, "cut (") == NULL && strstr(out, "heap summary: missing") == NULL);
+	free(out);
+
+	out = show(CTX_HEAP, 0);
+	CHECK(strstr(out, "      s_entries (static) -> List<Byte[]> -> Byte[][] -> Byte[]\n") != NULL);
+	CHECK(strstr(out, "\u2192") == NULL);
+	free(out);
+
+	/* No heap, no heap section. */
+	out = show(CTX_DUMP, 1);
+	CHECK(strstr(out, "\nheap") == NULL);
+	free(out);
+}
+
+/* Parses CTX_HEAP, for tests to make hostile. */
+static struct json_object *heap_fixture(void)
+{
+	struct json_object *ctx = json_object_from_file(CTX_DIR "/" CTX_HEAP ".json");
+
+	CHECK(ctx != NULL);
+	return ctx;
+}
+
+static struct json_object *at(struct json_object *o, const char *key)
+{
+	struct json_object *v = NULL;
+
+	json_object_object_get_ex(o, key, &v);
+	return v;
+}
+
+#define EVIL_TYPE "Evil\x1b[31m<script>alert(1)</script>\n\x07&\"'\xE2\x80\xAE"
+#define EVIL_ROOT "s_\x1b]0;title\x07<b>x</b> (static)"
+
+/* The real context with a hostile heap: names with terminal escapes,
+ * markup, controls, a bidi override and invalid UTF-8; a name of 100,000
+ * bytes; a path of 1,000 steps; 20,000 types; figures of the wrong type:
+ * about 1.4 MB, within what show and report read. */
+static struct json_object *hostile_heap(void)
+{
+	struct json_object *ctx = heap_fixture(), *heap = at(ctx, "heap");
+	struct json_object *types = at(heap, "types"), *paths = at(heap, "paths");
+	struct json_object *steps = json_object_new_array();
+	char *longname = malloc(100001);
+
+	if (!ctx || !heap || !types || !paths || !longname) {
+		free(longname);
+		return ctx;
+	}
+	memset(longname, 'A', 100000);
+	longname[100000] = '\0';
+	json_object_object_add(json_object_array_get_idx(types, 0), "type",
+	                       json_object_new_string_len(EVIL_TYPE "\xff\0z", (int)sizeof(EVIL_TYPE "\xff\0z") - 1));
+	json_object_object_add(json_object_array_get_idx(types, 1), "type", json_object_new_string(longname));
+	json_object_object_add(json_object_array_get_idx(types, 2), "bytes", json_object_new_string("12"));
+	json_object_object_add(json_object_array_get_idx(types, 2), "generations", json_object_new_string("gen2"));
+	json_object_object_add(heap, "pause_ms", json_object_new_string("0"));
+	for (int i = 0; i < 20000; i++) {
+		struct json_object *e = json_object_new_object();
+		json_object_object_add(e, "type", json_object_new_string("Filler"));
+		json_object_object_add(e, "bytes", json_object_new_int(1));
+		json_object_object_add(e, "objects", json_object_new_int(1));
+		json_object_array_add(types, e);
+	}
+	/* Paths: the evil type's through an evil root and 1,000 steps, the
+	 * first with the long name, every other one evil; the long one's cut. */
+	struct json_object *p0 = json_object_array_get_idx(paths, 0), *p1 = json_object_array_get_idx(paths, 1);
+	json_object_object_add(p0, "type",
+	                       json_object_new_string_len(EVIL_TYPE "\xff\0z", (int)sizeof(EVIL_TYPE "\xff\0z") - 1));
+	json_object_object_add(p0, "root", json_object_new_string(EVIL_ROOT));
+	for (int i = 0; i < 1000; i++) {
+		struct json_object *st = json_object_new_object();
+		json_object_object_add(st, "type",
+		                       json_object_new_string(i == 0  ? longname
+		                                              : i % 2 ? EVIL_TYPE
+		                                                      : "Node"));
+		json_object_array_add(steps, st);
+	}
+	json_object_object_add(p0, "steps", steps);
+	json_object_object_add(p1, "type", json_object_new_string(longname));
+	json_object_object_add(p1, "cut", json_object_new_boolean(1));
+	json_object_object_add(ctx, "heap_error", json_object_new_string("snapshot \x1b[2J<i>failed</i>\nline"));
+	free(longname);
+	return ctx;
+}
+
+static void test_heap_hostile(void)
+{
+	struct json_object *ctx = hostile_heap();
+	char dir[] = "/tmp/test_context_heap.XXXXXX", *buf = NULL, *sum = NULL, *page, *caught, *line;
+	size_t len = 0, longest = 0;
+	FILE *m = open_memstream(&buf, &len);
+	int r;
+
+	CHECK(context_show(m, ctx, 1) == 0);
+	fclose(m);
+	CHECK(!has_control(buf, len));
+	CHECK(strstr(buf, "\xE2\x80\xAE") == NULL);
+	CHECK(strstr(buf, "heap summary: missing: snapshot \\x1b[2J<i>failed</i>\\nline\n") != NULL);
+	/* Escaped, whole: the NUL and the byte after it too. */
+	CHECK(
+	    strstr(
+	        buf,
+	        "99.0%  LOH                 Evil\\x1b[31m<script>alert(1)</script>\\n\\x07&\"'\\u202e\\xff\\x00z\n") !=
+	    NULL);
+	/* The long name cut at CONTEXT_NAME_MAX with an ellipsis. */
+	CHECK(strstr(buf, "  gen2                AAAAAAAA") != NULL);
+	CHECK(count(buf, "A") < 40 * CONTEXT_NAME_MAX);
+	/* A figure of the wrong type is "?", never read as a number. */
+	CHECK(strstr(buf, "          ?      10,000      ?  ?                   HeapLeaf\n") != NULL);
+	CHECK(strstr(buf, "the target was paused") == NULL);
+	/* 15 types shown of 20,030: the rest summed, as many as the file holds. */
+	CHECK(strstr(buf, "(20,221 other types)\n") != NULL);
+	CHECK(count(buf, "Filler") == 0);
+	/* The 1,000 steps: the first and last eight, the rest counted. */
+	CHECK(strstr(buf, "      s_\\x1b]0;title\\x07<b>x</b> (static) \u2192 AAAA") != NULL);
+	CHECK(strstr(buf, "\u2192 \u2026 984 more \u2192 ") != NULL);
+	CHECK(count(buf, "Evil") == 2 + 8);
+	/* The cut path: an ellipsis before its last step. */
+	CHECK(strstr(buf, " \u2192 \u2026 \u2192 HeapNode (nested)\n") != NULL);
+	/* Every line bounded: 16 steps of at most CONTEXT_NAME_MAX bytes. */
+	for (char *p = buf; (line = strchr(p, '\n')); p = line + 1)
+		if ((size_t)(line - p) > longest)
+			longest = (size_t)(line - p);
+	CHECK_MSG(longest < (CONTEXT_PATH_STEPS + 1) * (CONTEXT_NAME_MAX + 24), "a line of %zu bytes", longest);
+	CHECK_MSG(len < 64 * 1024, "%zu bytes of text", len);
+	free(buf);
+
+	/* The card. */
+	CHECK(mkdtemp(dir) != NULL);
+	{
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/" CTX_HEAP ".json", dir);
+		CHECK(json_object_to_file_ext(path, ctx, JSON_C_TO_STRING_PLAIN) == 0);
+	}
+	copy_fixture(dir, CTX_HEAP);
+	{
+		/* The real one beside it, under another name. */
+		char from[PATH_MAX], to[PATH_MAX];
+		snprintf(from, sizeof(from), "%s/" CTX_HEAP ".json", dir);
+		snprintf(to, sizeof(to), "%s/real.json", dir);
+		CHECK(rename(from, to) == 0);
+		snprintf(from, sizeof(from), "%s/" CTX_HEAP ".json", dir);
+		CHECK(json_object_to_file_ext(from, ctx, JSON_C_TO_STRING_PLAIN) == 0);
+	}
+	caught = report_caught(dir, NULL, &sum, &r);
+	CHECK_MSG(strstr(sum, ": 2 dumps (0 skipped, 0 failed)\n") != NULL, "%s", sum);
+	free(sum);
+	free(caught);
+	{
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/index.html", dir);
+		page = slurp(path, &len);
+	}
+	CHECK(page != NULL);
+	if (page) {
+		CHECK(!has_control(page, len));
+		CHECK(strstr(page, "\xE2\x80\xAE") == NULL);
+		CHECK(strstr(page, "<script") == NULL && strstr(page, "<b>x") == NULL &&
+		      strstr(page, "<i>failed") == NULL);
+		CHECK(count(page, "<th>Heap</th>") == 2);
+		CHECK(strstr(page, "<span class=\"error\">no summary: snapshot [2J&lt;i&gt;failed&lt;/i&gt; "
+		                   "line</span><br>105.9MB") != NULL);
+		CHECK(strstr(
+		          page,
+		          "<code>Evil[31m&lt;script&gt;alert(1)&lt;/script&gt; &amp;&quot;&#39;\xEF\xBF\xBDz</code>") !=
+		      NULL);
+		/* The long name: CONTEXT_NAME_MAX characters and an ellipsis. */
+		{
+			char want[CONTEXT_NAME_MAX + 32];
+			memset(want, 'A', CONTEXT_NAME_MAX);
+			snprintf(want + CONTEXT_NAME_MAX - 1, sizeof(want) - CONTEXT_NAME_MAX + 1,
+			         "A\xE2\x80\xA6</code>");
+			CHECK(strstr(page, want) != NULL);
+			want[0] = 'x';
+			memset(want, 'A', CONTEXT_NAME_MAX + 1);
+			want[CONTEXT_NAME_MAX + 1] = '\0';
+			CHECK(strstr(page, want) == NULL);
+		}
+		/* Each card: 8 types and a row of the others; two paths. */
+		CHECK(count(page, "<tr><td class=\"n\">") == 2 * (CONTEXT_CARD_HEAP_TYPES + 1));
+		CHECK(strstr(page, ">20,228 other types</td>") != NULL);
+		CHECK(strstr(page, ">228 other types</td>") != NULL);
+		CHECK(count(page, "<p class=\"path\">") == 2 * CONTEXT_CARD_HEAP_PATHS);
+		CHECK(
+		    strstr(page,
+		           "<p class=\"path\"><code>System.Byte[]</code> 104.9MB of 104.9MB held by<br><code>s_entries "
+		           "(static) \xE2\x86\x92 List&lt;Byte[]&gt; \xE2\x86\x92 Byte[][] \xE2\x86\x92 "
+		           "Byte[]</code></p>") != NULL);
+		CHECK(strstr(page, "<code>s_]0;title&lt;b&gt;x&lt;/b&gt; (static) \xE2\x86\x92 AAAA") != NULL);
+		CHECK(strstr(page, "\xE2\x86\x92 \xE2\x80\xA6 984 more \xE2\x86\x92") != NULL);
+		CHECK(strstr(page, "105.9MB in 24,819 objects; the target was paused 5.47ms for the snapshot") != NULL);
+		CHECK(count(page, "the target was paused") == 1);
+		CHECK_MSG(len < 200 * 1024, "a page of %zu bytes", len);
+		free(page);
+	}
+	remove_dir(dir);
+	json_object_put(ctx);
+}
+
 /* ---- bounds -------------------------------------------------------------- */
 
 /* A file past the per-context limit is refused unread, by show and by
@@ -850,6 +1116,9 @@ int main(void)
 	test_load();
 	test_show();
 	test_report();
+	test_type_short();
+	test_show_heap();
+	test_heap_hostile();
 	test_file_limit();
 	test_report_limits();
 	return check_done();

@@ -197,6 +197,41 @@ int main(void)
 	json_object_put(o);
 	free(line);
 
+	/* A heap summary as dumpwatch writes one (the real context's, from a
+	 * GcLab with 100 x 1 MiB in a static list) is carried whole and valid
+	 * by the schema; so is the reason one is missing. */
+	{
+		struct json_object *fx =
+		    json_object_from_file(DW_TEST_DATA "/context/GcLab-3033-20261128T130335Z.json");
+		struct json_object *heap = NULL;
+
+		CHECK(fx && json_object_object_get_ex(fx, "heap", &heap) && heap);
+		in.heap = heap;
+		ctx = dumpctx_build(&in);
+		o = roundtrip(ctx, &line);
+		CHECK(json_object_get_int64(get(o, "heap.bytes")) == 105897424);
+		CHECK_STR(json_object_get_string(get(o, "heap.types.0.type")), "System.Byte[]");
+		CHECK(json_object_get_int64(get(o, "heap.types.0.generations.loh")) == 104860000);
+		CHECK_STR(json_object_get_string(get(o, "heap.paths.0.root")), "s_entries (static)");
+		CHECK(get(o, "heap_error") == NULL);
+		CHECK(schema_valid(line));
+		json_object_put(ctx);
+		json_object_put(o);
+		free(line);
+		in.heap = NULL;
+		in.heap_error = "the heap snapshot failed: no GC walk of the heap in 120s";
+		ctx = dumpctx_build(&in);
+		o = roundtrip(ctx, &line);
+		CHECK_STR(json_object_get_string(get(o, "heap_error")), in.heap_error);
+		CHECK(get(o, "heap") == NULL);
+		CHECK(schema_valid(line));
+		json_object_put(ctx);
+		json_object_put(o);
+		free(line);
+		in.heap_error = NULL;
+		json_object_put(fx);
+	}
+
 	/* Skipped: the error, no bytes, no times, no via, no history. */
 	in.outcome = DUMPCTX_SKIPPED;
 	in.error = "skipped: the store already holds 3 dump(s)";

@@ -20,6 +20,69 @@
 #define HEAPDUMP_SUMMARY_TYPES 30
 #define HEAPDUMP_SUMMARY_PATHS 10
 
+/* The keys of the summary, named here once: heapdump_json writes them, and
+ * `show` and `report` read them (the "heap" of a dump's context,
+ * docs/context.md). HEAPDUMP_KEY_<OBJECT>_<KEY>: GEN an entry of
+ * "generations" (keyed by HEAPDUMP_GEN_*), TYPE an entry of "types", OTHER
+ * "other_types", PATH an entry of "paths", STEP an entry of its "steps", CUT
+ * "cut". */
+#define HEAPDUMP_KEY_PID "pid"
+#define HEAPDUMP_KEY_BYTES "bytes"
+#define HEAPDUMP_KEY_OBJECTS "objects"
+#define HEAPDUMP_KEY_REFERENCES "references"
+#define HEAPDUMP_KEY_ROOTS "roots"
+#define HEAPDUMP_KEY_UNREACHABLE_BYTES "unreachable_bytes"
+#define HEAPDUMP_KEY_UNREACHABLE_OBJECTS "unreachable_objects"
+#define HEAPDUMP_KEY_GC "gc"                 /* the index of the GC the runtime walked the heap in */
+#define HEAPDUMP_KEY_PAUSE_MS "pause_ms"     /* the target's pause for it; null when not seen */
+#define HEAPDUMP_KEY_WALK_MS "walk_ms"       /* of which the walk */
+#define HEAPDUMP_KEY_ELAPSED_MS "elapsed_ms" /* the whole snapshot, the session included */
+#define HEAPDUMP_KEY_STREAM_BYTES "stream_bytes"
+#define HEAPDUMP_KEY_GENERATIONS "generations"
+#define HEAPDUMP_KEY_TYPES "types" /* the largest, largest first */
+#define HEAPDUMP_KEY_OTHER "other_types"
+#define HEAPDUMP_KEY_PATHS "paths"
+#define HEAPDUMP_KEY_CUT "cut"
+
+#define HEAPDUMP_KEY_GEN_BYTES "bytes"
+#define HEAPDUMP_KEY_GEN_OBJECTS "objects"
+
+#define HEAPDUMP_KEY_TYPE_TYPE "type"
+#define HEAPDUMP_KEY_TYPE_BYTES "bytes"
+#define HEAPDUMP_KEY_TYPE_OBJECTS "objects"
+#define HEAPDUMP_KEY_TYPE_GENERATIONS "generations" /* HEAPDUMP_GEN_* -> bytes, the nonzero ones */
+#define HEAPDUMP_KEY_TYPE_GENERATION_OBJECTS "generation_objects" /* HEAPDUMP_GEN_* -> objects, the same ones */
+
+#define HEAPDUMP_KEY_OTHER_TYPES "types" /* how many */
+#define HEAPDUMP_KEY_OTHER_BYTES "bytes"
+#define HEAPDUMP_KEY_OTHER_OBJECTS "objects"
+
+#define HEAPDUMP_KEY_PATH_TYPE "type" /* the type it is for: a "type" of "types" */
+#define HEAPDUMP_KEY_PATH_ROOT "root" /* "s_entries (static)", "[handle]", ... */
+#define HEAPDUMP_KEY_PATH_STEPS "steps"
+#define HEAPDUMP_KEY_PATH_CUT "cut" /* steps were left out before the last */
+#define HEAPDUMP_KEY_PATH_BYTES "bytes"
+#define HEAPDUMP_KEY_PATH_OBJECTS "objects"
+
+#define HEAPDUMP_KEY_STEP_TYPE "type"
+#define HEAPDUMP_KEY_STEP_NESTED "nested" /* true: a run of objects of the type, one holding the next */
+
+#define HEAPDUMP_KEY_CUT_OBJECTS "objects"
+#define HEAPDUMP_KEY_CUT_REFERENCES "references"
+#define HEAPDUMP_KEY_CUT_TYPES "types"
+#define HEAPDUMP_KEY_CUT_ROOTS "roots"
+#define HEAPDUMP_KEY_CUT_NAMES "names"
+#define HEAPDUMP_KEY_CUT_LOST_BATCHES "lost_batches"
+#define HEAPDUMP_KEY_CUT_UNRESOLVED_REFERENCES "unresolved_references"
+#define HEAPDUMP_KEY_CUT_UNRESOLVED_ROOTS "unresolved_roots"
+
+/* The generations, in heapgraph's order (HG_GEN_*); "unknown" only when an
+ * object was in none. */
+#define HEAPDUMP_GEN_NAMES                                                                                             \
+	{                                                                                                              \
+		"gen0", "gen1", "gen2", "loh", "poh", "unknown"                                                        \
+	}
+
 /* The summary as JSON: totals, generations, the top max_types types (and
  * "other_types" for the rest), the retention paths, what was cut, the
  * target's pause. Names from the target are JSON strings (json-c escapes

@@ -55,10 +55,24 @@ extern const struct context_limits context_limits_default;
 #define CONTEXT_SHOW_ALLOC_TYPES 10
 /* Columns of a sparkline in `show`. */
 #define CONTEXT_SPARK_COLS 60
+/* The heap summary (a context's "heap"): the types `show` lists (the context
+ * holds 30) and the retention paths it shows (of the largest types; the
+ * context holds 10); the types and paths a report's card shows. */
+#define CONTEXT_SHOW_HEAP_TYPES 15
+#define CONTEXT_SHOW_HEAP_PATHS 5
+#define CONTEXT_CARD_HEAP_TYPES 8
+#define CONTEXT_CARD_HEAP_PATHS 2
+/* The most of a name from the target (a type, a root) shown in a heap table
+ * or path: `show`'s escaped text in bytes, the card's in characters; the
+ * rest is cut with an ellipsis. A path shows at most CONTEXT_PATH_STEPS
+ * steps: the first half and the last half of a longer one (dumpwatch writes
+ * at most 16; a planted file may hold any number). */
+#define CONTEXT_NAME_MAX 200
+#define CONTEXT_PATH_STEPS 16
 
 /* The name of the context beside FILE: FILE itself when it ends in ".json";
- * ".core" (or ".svg", the other sidecar) replaced by ".json"; else ".json"
- * appended. Returns 0, or -ENAMETOOLONG when it does not fit in out. */
+ * ".core" (or ".gcdump", the other kind of dump, or ".svg", the other
+ * sidecar) replaced by ".json"; else ".json" appended. Returns 0, or -ENAMETOOLONG when it does not fit in out. */
 int context_sidecar_name(const char *file, char *out, size_t outlen);
 
 /* Reads and parses the dump context at path: a regular file (opened
@@ -81,8 +95,10 @@ int context_locale_utf8(void);
 
 /* Prints ctx (context_load's) as text: the outcome and why (the rule and each
  * condition with its value at the fire), when, the dump, the process, a
- * sparkline per condition over the history, the last GCs and the types that
- * allocated most (when the context has them). Fields missing
+ * sparkline per condition over the history, the last GCs, the types that
+ * allocated most and the heap summary: the largest types with their
+ * generations and the paths that hold them, the target's pause (when the
+ * context has them, or the reason it has none). Fields missing
  * or of the wrong type show as "?" or are left out, never guessed. utf8 picks
  * block elements for the sparklines, else ASCII. Returns 0, or -EIO when out
  * failed. */
@@ -108,6 +124,15 @@ int context_show_file(const char *file, FILE *out, char *err, size_t errlen);
 int context_sparkline(const double *t, const double *v, size_t n, size_t cols, const char *op, double threshold,
                       int utf8, char *bars, size_t barslen, char *marks, size_t markslen, double *ret_lo,
                       double *ret_hi);
+
+/* A .NET type name without its namespaces, for a retention path:
+ * "System.Collections.Generic.List<System.Byte[]>" is "List<Byte[]>", every
+ * run of identifier characters followed by '.' and another identifier
+ * character left out, the rest (nested types' '+', generic arguments, array
+ * ranks, any other byte) kept as it is. Writes at most outlen - 1 bytes and
+ * a NUL to out (outlen > 0); returns the length of the whole result, which
+ * is at most len and may hold NULs when s does, as snprintf does. */
+size_t context_type_short(const char *s, size_t len, char *out, size_t outlen);
 
 /* Writes s[0..len) as HTML text fit for an element or a quoted attribute:
  * & < > " ' as entities, invalid UTF-8 as U+FFFD, tab, newline and carriage
