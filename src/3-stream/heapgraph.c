@@ -766,7 +766,8 @@ int hg_finish(struct heapgraph *g)
 	if (g->n_edges > used_edges && g->cut.nodes == 0)
 		g->cut.extra_edges += g->n_edges - used_edges;
 
-	qsort(g->nodes, g->n_nodes, sizeof(*g->nodes), cmp_node);
+	if (g->n_nodes)
+		qsort(g->nodes, g->n_nodes, sizeof(*g->nodes), cmp_node);
 
 	/* Addresses to indices, in place: index k is written at byte 4k,
 	 * after address k at byte 8k was read. */
@@ -802,7 +803,8 @@ int hg_finish(struct heapgraph *g)
 	for (size_t i = 0; i < g->n_ranges; i++)
 		if (!any_walk || g->ranges[i].in_walk)
 			g->ranges[n++] = g->ranges[i];
-	qsort(g->ranges, n, sizeof(*g->ranges), cmp_range);
+	if (n)
+		qsort(g->ranges, n, sizeof(*g->ranges), cmp_range);
 	for (size_t i = 0; i < g->n_nodes; i++)
 		g->nodes[i].gen = place(g->ranges, n, g->nodes[i].addr);
 
@@ -860,7 +862,7 @@ const uint32_t *hg_edges(const struct heapgraph *g, size_t i, size_t *n)
 	if (!g->finished || i >= g->n_nodes)
 		return NULL;
 	*n = g->nodes[i].n_edges;
-	return (const uint32_t *)g->edges + g->nodes[i].first_edge;
+	return *n ? (const uint32_t *)g->edges + g->nodes[i].first_edge : NULL;
 }
 
 const struct hg_cut *hg_cut(const struct heapgraph *g)

@@ -264,7 +264,8 @@ int heapsum_build(const struct heapgraph *g, size_t top_paths, struct heapsum **
 		by_type[i].type = i < nt ? (uint32_t)i : HG_NONE;
 		s->rows[s->n_rows++] = by_type[i];
 	}
-	qsort(s->rows, s->n_rows, sizeof(*s->rows), cmp_row);
+	if (s->n_rows)
+		qsort(s->rows, s->n_rows, sizeof(*s->rows), cmp_row);
 
 	/* The search, roots in rank order. */
 	for (size_t i = 0; i < nn; i++)

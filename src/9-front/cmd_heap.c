@@ -181,9 +181,14 @@ static json_object *json_summary(pid_t pid, const struct heapsnap *snap, const s
 		json_object_object_add(x, "type", json_object_new_string(t ? t->name : "<UNKNOWN>"));
 		json_object_object_add(x, "bytes", u64(r->bytes));
 		json_object_object_add(x, "objects", u64(r->count));
-		for (int k = 0; k < HG_N_GENS; k++)
-			if (r->gen_bytes[k])
-				json_object_object_add(gb, gen_names[k], u64(r->gen_bytes[k]));
+		for (int k = 0; k < HG_N_GENS; k++) {
+			if (!r->gen_count[k])
+				continue;
+			json_object *y = json_object_new_object();
+			json_object_object_add(y, "bytes", u64(r->gen_bytes[k]));
+			json_object_object_add(y, "objects", u64(r->gen_count[k]));
+			json_object_object_add(gb, gen_names[k], y);
+		}
 		json_object_object_add(x, "generations", gb);
 		json_object_array_add(types, x);
 	}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# dumpwatch heap against dotnet-gcdump on one process state: GcLab holds 400
+# arrays of 1 MiB in the static list Cache.s_entries and a tree of 100,000
+# HeapNode objects, each with a HeapLeaf. `dumpwatch heap --json` and
+# `dotnet-gcdump collect` + `report` (the NuGet tool) agree within 1 % on the
+# count and bytes of the 1 MiB arrays (all in the LOH), of HeapNode and
+# HeapLeaf; the retention path of System.Byte[] runs from the static field
+# s_entries through the List<System.Byte[]> and its array. The table
+# (without --json) has dotnet-gcdump report's columns. Names from the target
+# are escaped: a hostile type name is not needed here, text_escape is tested
+# on its own.
+source "$(dirname "$0")/lib.sh"
+GCDUMP=$(dotnet_tool dotnet-gcdump)
+APP="$DW_APPS_DIR/GcLab/GcLab"
+start_app
+app_cmd "cache 400 1048576 100000"
+wait_for "grep -q 'done cache' '$T/app.out'" 60 || fail "GcLab did not make its objects"
+
+"$DUMPWATCH" heap --json "$APP_PID" >"$T/heap.json" 2>"$T/heap.err" || fail "dumpwatch heap: $(cat "$T/heap.err")"
+"$DUMPWATCH" heap --paths 3 "$APP_PID" >"$T/heap.txt" 2>"$T/heap.err" || fail "dumpwatch heap (table): $(cat "$T/heap.err")"
+"$GCDUMP" collect -p "$APP_PID" -o "$T/app.gcdump" >"$T/gcdump.out" 2>&1 || fail "dotnet-gcdump collect: $(cat "$T/gcdump.out")"
+"$GCDUMP" report "$T/app.gcdump" >"$T/report.txt" 2>&1 || fail "dotnet-gcdump report: $(cat "$T/report.txt")"
+
+# A type's objects and bytes in the report: its rows (arrays are split by
+# size: "System.Byte[] (Bytes > 1M)"), each with a count and the bytes of one
+# object; FILTER picks the rows by the text after the type.
+report_type() { # TYPE [SUFFIX-REGEX]
+	awk -v t="$1" -v sfx="${2:-}" '
+		match($0, /^ *[0-9,]+ +[0-9,]+  /) {
+			size = $1; count = $2; gsub(",", "", size); gsub(",", "", count)
+			rest = substr($0, RLENGTH + 1); sub(/  \[[^]]*\]$/, "", rest)
+			name = rest; sub(/ \(Bytes > [^)]*\)$/, "", name)
+			if (name != t) next
+			if (sfx != "" && rest !~ sfx) next
+			n += count; b += size * count
+		}
+		END { printf "%d %d\n", n, b }' "$T/report.txt"
+}
+within1() { # A B: |A - B| <= 1 % of the larger
+	awk -v a="$1" -v b="$2" 'BEGIN { m = a > b ? a : b; d = a - b; if (d < 0) d = -d; exit !(m > 0 && d * 100 <= m) }'
+}
+agree() { # WHAT OURS-OBJECTS OURS-BYTES GCDUMP-OBJECTS GCDUMP-BYTES
+	within1 "$2" "$4" || fail "$1: $2 objects here, $4 in dotnet-gcdump report"
+	within1 "$3" "$5" || fail "$1: $3 bytes here, $5 in dotnet-gcdump report"
+	echo "$1: $2 objects, $3 bytes (dotnet-gcdump: $4, $5)"
+}
+ours() { # TYPE JQ-PATH-UNDER-THE-TYPE
+	jq -r --arg t "$1" ".types[] | select(.type == \$t) | $2" "$T/heap.json"
+}
+
+read -r n b <<<"$(report_type System.Byte[] '\(Bytes > 1M\)')"
+[ "$n" -ge 400 ] || fail "dotnet-gcdump report shows $n arrays over 1 MB: $(grep -F 'System.Byte[]' "$T/report.txt")"
+agree "System.Byte[] in the LOH" "$(ours System.Byte[] '.generations.loh.objects')" \
+	"$(ours System.Byte[] '.generations.loh.bytes')" "$n" "$b"
+for t in HeapNode HeapLeaf; do
+	read -r n b <<<"$(report_type "$t")"
+	agree "$t" "$(ours "$t" .objects)" "$(ours "$t" .bytes)" "$n" "$b"
+done
+[ "$(ours HeapNode .objects)" -eq 100000 ] || fail "HeapNode: $(ours HeapNode .objects) objects, GcLab made 100000"
+[ "$(ours HeapNode .generations.gen2.objects)" -eq 100000 ] || fail "HeapNode not all in gen2: $(ours HeapNode .generations)"
+# The whole heap: the two snapshots are of slightly different states (each
+# session makes objects in the target), so only roughly.
+total=$(jq .bytes "$T/heap.json")
+report_total=$(awk '/GC Heap bytes/ { gsub(",", "", $1); print $1 }' "$T/report.txt")
+awk -v a="$total" -v b="$report_total" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d * 20 <= b) }' ||
+	fail "GC heap bytes: $total here, $report_total in dotnet-gcdump report"
+
+# What holds the arrays.
+path=$(jq -c '.paths[] | select(.type == "System.Byte[]")' "$T/heap.json")
+[ "$(jq -r .root <<<"$path")" = "s_entries (static)" ] || fail "System.Byte[] path: $path"
+[ "$(jq -r '[.steps[].type] | join(" > ")' <<<"$path")" = \
+	"System.Collections.Generic.List<System.Byte[]> > System.Byte[][] > System.Byte[]" ] || fail "System.Byte[] path: $path"
+[ "$(jq -r .objects <<<"$path")" -ge 400 ] || fail "the path holds fewer than the 400 arrays: $path"
+path=$(jq -c '.paths[] | select(.type == "HeapLeaf")' "$T/heap.json")
+[ "$(jq -r '.root + " " + ([.steps[] | .type + (if .nested then "*" else "" end)] | join(" "))' <<<"$path")" = \
+	"s_root (static) HeapNode* HeapLeaf" ] || fail "HeapLeaf path: $path"
+jq -e '.pause_ms > 0 and .cut.objects == 0 and .cut.lost_batches == 0 and .cut.unresolved_references == 0' \
+	"$T/heap.json" >/dev/null || fail "pause or cuts: $(jq -c '{pause_ms, cut}' "$T/heap.json")"
+
+# The table: dotnet-gcdump report's header and columns, then the rest.
+grep_q -E '^ +[0-9,]+  GC Heap bytes$' "$T/heap.txt" || fail "no heap bytes line: $(head -5 "$T/heap.txt")"
+grep_q -E '^ +Object Bytes +Count  Type$' "$T/heap.txt" || fail "no table header"
+grep_q -E '^ +[0-9,]+ +100,000  HeapNode$' "$T/heap.txt" || fail "no HeapNode row"
+grep_q -E '^ +419,[0-9,]+ +[0-9,]+  loh$' "$T/heap.txt" || fail "no LOH line: $(grep -A8 'By generation' "$T/heap.txt")"
+grep_q -F '    s_entries (static) → System.Collections.Generic.List<System.Byte[]> → System.Byte[][] → System.Byte[]' \
+	"$T/heap.txt" || fail "no path line: $(grep -A8 'What holds' "$T/heap.txt")"
+echo "pause $(jq .pause_ms "$T/heap.json") ms, $(jq .objects "$T/heap.json") objects"
+
+# A process that is gone: a clear error, exit status 2.
+rc=0
+"$DUMPWATCH" heap 999999999 >"$T/gone.out" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] || fail "heap of no process: exit $rc, $(cat "$T/gone.out")"
+echo PASS
