@@ -17,6 +17,12 @@
 /* After StopTracing the runtime writes what it still holds and closes the
  * stream; that takes well under a second on an idle process. */
 #define DRAIN_NS (10 * 1000000000LL)
+/* The runtime's session buffer. The walk writes its events faster than the
+ * runtime's streaming thread sends them (10 M objects: 440 MB of events in a
+ * pause of 0.5-1 s, measured in tests/bench/heap.sh), and past the buffer
+ * the runtime drops them, GCEnd included. 1024 MB is what dotnet-gcdump asks
+ * for; the target fills it only as far as the walk outruns the reader. */
+#define DEFAULT_BUFFER_MB 1024
 
 struct snapctx {
 	struct heapgraph *g;
@@ -70,7 +76,7 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 	struct snapctx c = {0};
 	struct nettrace_callbacks cb = {.ctx = &c, .on_info = on_info, .on_event = on_event};
 	int64_t t0 = loop_now(), timeout = opts && opts->timeout_ns > 0 ? opts->timeout_ns : DEFAULT_TIMEOUT_NS;
-	uint32_t buffer_mb = opts && opts->buffer_mb ? opts->buffer_mb : 256;
+	uint32_t buffer_mb = opts && opts->buffer_mb ? opts->buffer_mb : DEFAULT_BUFFER_MB;
 	int save_fd = opts ? opts->save_fd : -1;
 	uint64_t session, bytes = 0;
 	int sock = -1, r, stopped = 0, ended = 0;
