@@ -17,6 +17,12 @@
 /* After StopTracing the runtime writes what it still holds and closes the
  * stream; that takes well under a second on an idle process. */
 #define DRAIN_NS (10 * 1000000000LL)
+/* The runtime's session buffer. The walk writes its events faster than the
+ * runtime's streaming thread sends them (10 M objects: 440 MB of events in a
+ * pause of 0.5-1 s, measured in tests/bench/heap.sh), and past the buffer
+ * the runtime drops them, GCEnd included. 1024 MB is what dotnet-gcdump asks
+ * for; the target fills it only as far as the walk outruns the reader. */
+#define DEFAULT_BUFFER_MB 1024
 
 struct snapctx {
 	struct heapgraph *g;
@@ -62,6 +68,29 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* The runtime names each type (GCBulkType) once, remembers that it did, and
+ * forgets when its provider's keywords are recomputed without the Type
+ * keyword, that is when a session on the runtime provider starts or the
+ * last one stops. When another session stays open on the process
+ * (dumpwatch's own watch, a `dumpwatch gc`, dotnet-trace), ours stopping
+ * recomputes nothing, and every snapshot after the first came without names
+ * ("Type 0x7f..."; dotnet-gcdump's as well, "UNKNOWN 0x7f..."). A session on
+ * the runtime provider with the GC keyword alone, started and stopped before
+ * ours, makes it forget. Best effort: a failure here leaves the names to
+ * chance, not the snapshot. */
+static void flush_type_table(const struct ipc_endpoint *ep)
+{
+	const struct ipc_provider prov = {.keywords = 1, .level = 4, .name = EV_RUNTIME_PROVIDER};
+	char err[256];
+	uint64_t session;
+	int sock = -1;
+
+	if (ipc_collect_tracing(ep, &prov, 1, 1, 3000, &sock, &session, err, sizeof(err)) < 0)
+		return;
+	ipc_stop_tracing(ep, session, 3000, err, sizeof(err));
+	close(sock);
+}
+
 int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opts, struct heapsnap *out, char *err,
                   size_t errlen)
 {
@@ -70,7 +99,7 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 	struct snapctx c = {0};
 	struct nettrace_callbacks cb = {.ctx = &c, .on_info = on_info, .on_event = on_event};
 	int64_t t0 = loop_now(), timeout = opts && opts->timeout_ns > 0 ? opts->timeout_ns : DEFAULT_TIMEOUT_NS;
-	uint32_t buffer_mb = opts && opts->buffer_mb ? opts->buffer_mb : 256;
+	uint32_t buffer_mb = opts && opts->buffer_mb ? opts->buffer_mb : DEFAULT_BUFFER_MB;
 	int save_fd = opts ? opts->save_fd : -1;
 	uint64_t session, bytes = 0;
 	int sock = -1, r, stopped = 0, ended = 0;
@@ -84,6 +113,7 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
+	flush_type_table(ep);
 	r = ipc_collect_tracing(ep, &prov, 1, buffer_mb, 3000, &sock, &session, err, errlen);
 	if (r < 0)
 		goto fail;

@@ -43,3 +43,23 @@ bench_app_end() {
 
 # median: of the numbers on stdin, one per line.
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# bench_dotnet_tool NAME: the path of the dotnet tool NAME (dotnet-gcdump,
+# dotnet-dump, dotnet-trace), installed from NuGet once, where and at the
+# version the integration tests install it (tests/integration/lib.sh,
+# dotnet_tool), so that both share one copy. Sets DOTNET_ROOT for the tool.
+DW_DOTNET_TOOLS=${DW_DOTNET_TOOLS:-/tmp/dumpwatch-dotnet-tools}
+DW_DOTNET_TOOLS_VERSION=${DW_DOTNET_TOOLS_VERSION:-10.0.750501}
+bench_dotnet_tool() {
+	local name=$1 dir="$DW_DOTNET_TOOLS/$DW_DOTNET_TOOLS_VERSION"
+	command -v dotnet >/dev/null || { echo "no dotnet on PATH to install $name" >&2; return 1; }
+	export DOTNET_ROOT=${DOTNET_ROOT:-$(dirname "$(readlink -f "$(command -v dotnet)")")}
+	mkdir -p "$dir"
+	(
+		flock 9
+		[ -x "$dir/$name" ] ||
+			dotnet tool install --tool-path "$dir" "$name" --version "$DW_DOTNET_TOOLS_VERSION" \
+				>"$dir/$name.install.log" 2>&1
+	) 9>"$dir/.lock" || { echo "installing $name $DW_DOTNET_TOOLS_VERSION: $(tail -3 "$dir/$name.install.log")" >&2; return 1; }
+	echo "$dir/$name"
+}

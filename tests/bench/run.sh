@@ -6,7 +6,7 @@
 # while watching, the guard's attach latency and cost, the guard under a
 # storm of planted socket names, beside slow peers and with 200 processes;
 # each dump type's size and time to write; the dump contexts' memory and
-# time to write; what an upload costs.
+# time to write; what an upload costs; heap snapshots against dotnet-gcdump.
 # Figures only, never pass/fail. Builds first.
 #   usage: tests/bench/run.sh [BUILD_DIR]
 set -euo pipefail
@@ -67,6 +67,9 @@ echo "== dump types: size, time to write, what ClrMD sees (docs/dumps.md)"
 echo
 echo "== dump contexts: history memory, time to write NAME.json and NAME.svg"
 "$here/tests/bench/context.sh" "$build" 200 300
+echo
+echo "== heap snapshots: dumpwatch heap against dotnet-gcdump collect + report"
+"$here/tests/bench/heap.sh" "$build" 5
 echo
 echo "== sizes right after the attach, before any GC (.NET 10, 9, 8)"
 "$here/tests/bench/attach_accuracy.sh" "$build"

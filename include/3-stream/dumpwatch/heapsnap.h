@@ -15,7 +15,7 @@
 
 struct heapsnap_opts {
 	int64_t timeout_ns;             /* the whole snapshot; 0: 120 s */
-	uint32_t buffer_mb;             /* the runtime's session buffer; 0: 256 */
+	uint32_t buffer_mb;             /* the runtime's session buffer; 0: 1024 */
 	const struct hg_limits *limits; /* NULL: defaults */
 	int save_fd;                    /* >= 0: the raw stream is also written there (a nettrace file) */
 };
