@@ -165,8 +165,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t sz)
 
 /* The two big arrays, nodes and edges, live in mappings of their own that
  * grow with mremap: a growth never copies, never holds the old and the new
- * array at once, and pages are resident only once written (with realloc,
- * 1 M objects took 73 MB; with this, see the file's head). cap counts
+ * array at once, and pages are resident only once written. cap counts
  * elements. */
 static int grow_mapped(void **arr, size_t *cap, size_t need, size_t sz)
 {
