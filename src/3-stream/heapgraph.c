@@ -41,6 +41,8 @@
  * full), which is counted, since the edges after it no longer line up. */
 #include "dumpwatch/heapgraph.h"
 
+#include "heapgraph_shared.h"
+
 #include "dumpwatch/events.h"
 #include "dumpwatch/text.h"
 
@@ -50,10 +52,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define EV_GC_START 1
 #define EV_GC_END 2
 #define EV_GC_RESTART_EE_END 3
+#define EV_GC_HEAP_STATS 4
 #define EV_GC_SUSPEND_EE_BEGIN 9
 
 /* A type name longer than this (UTF-8 bytes) is cut; generic names of a few
@@ -61,44 +65,6 @@
 #define NAME_MAX_BYTES 2048
 #define NAME_MAX_UNITS 65535
 #define MAX_RANGES 1048576
-
-struct range {
-	uint64_t start, end;
-	uint8_t gen;
-	uint8_t in_walk;
-};
-
-struct heapgraph {
-	struct hg_limits lim;
-	struct hg_cut cut;
-
-	struct hg_node *nodes;
-	size_t n_nodes, cap_nodes;
-	uint64_t declared_edges; /* sum of the EdgeCounts of the nodes kept */
-
-	/* Before hg_finish: target addresses (u64); after: node indices (u32)
-	 * in the same buffer. */
-	void *edges;
-	size_t n_edges, cap_edges;
-
-	struct hg_type *types;
-	size_t n_types, cap_types;
-	uint32_t *type_hash; /* open addressing: type index + 1, 0 empty */
-	size_t hash_cap;
-	uint64_t name_bytes;
-
-	struct hg_root *roots;
-	uint64_t *root_addr;
-	size_t n_roots, cap_roots;
-
-	struct range *ranges;
-	size_t n_ranges, cap_ranges;
-
-	uint32_t next_node_index, next_edge_index;
-	uint32_t gc_count;
-	int gc_started, gc_ended, finished;
-	int64_t suspend_ts, pause_begin, pause_end, walk_begin, walk_end;
-};
 
 __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -149,6 +115,34 @@ static int grow(void **arr, size_t *cap, size_t need, size_t sz)
 	return 0;
 }
 
+/* The two big arrays, nodes and edges, live in mappings of their own that
+ * grow with mremap: a growth never copies, never holds the old and the new
+ * array at once, and pages are resident only once written. cap counts
+ * elements. */
+static int grow_mapped(void **arr, size_t *cap, size_t need, size_t sz)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 65536;
+	while (n < need)
+		n *= 2;
+	if (n > SIZE_MAX / sz)
+		return -ENOMEM;
+	void *p = *arr ? mremap(*arr, *cap * sz, n * sz, MREMAP_MAYMOVE)
+	               : mmap(NULL, n * sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+static void free_mapped(void *arr, size_t cap, size_t sz)
+{
+	if (arr)
+		munmap(arr, cap * sz);
+}
+
 struct heapgraph *hg_new(const struct hg_limits *lim)
 {
 	struct heapgraph *g = calloc(1, sizeof(*g));
@@ -194,8 +188,8 @@ void hg_free(struct heapgraph *g)
 		free(g->roots[i].name);
 	free(g->types);
 	free(g->type_hash);
-	free(g->nodes);
-	free(g->edges);
+	free_mapped(g->nodes, g->cap_nodes, sizeof(*g->nodes));
+	free_mapped(g->edges, g->cap_edges, sizeof(uint64_t));
 	free(g->roots);
 	free(g->root_addr);
 	free(g->ranges);
@@ -477,7 +471,7 @@ static int bulk_node(struct heapgraph *g, const uint8_t *p, size_t len, int ps, 
 			g->cut.nodes++;
 			continue;
 		}
-		if (grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(*g->nodes)) < 0)
+		if (grow_mapped((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(*g->nodes)) < 0)
 			return -ENOMEM;
 		uint64_t tid = rd64(v + ps + 8);
 		int e = 0;
@@ -513,7 +507,7 @@ static int bulk_edge(struct heapgraph *g, const uint8_t *p, size_t len, int ps, 
 		keep = (size_t)(g->lim.max_edges - g->n_edges);
 		g->cut.edges += (uint64_t)count - keep;
 	}
-	if (grow(&g->edges, &g->cap_edges, g->n_edges + keep, sizeof(uint64_t)) < 0)
+	if (grow_mapped(&g->edges, &g->cap_edges, g->n_edges + keep, sizeof(uint64_t)) < 0)
 		return -ENOMEM;
 	uint64_t *e = g->edges;
 	for (size_t k = 0; k < keep; k++)
@@ -604,6 +598,21 @@ static int bulk_root_static(struct heapgraph *g, const uint8_t *p, size_t len, c
 	return 1;
 }
 
+static void count_lost(struct heapgraph *g, const struct nettrace_event *ev)
+{
+	for (size_t i = 0; i < g->n_seqs; i++) {
+		struct seq *q = &g->seqs[i];
+		if (q->thread != ev->capture_thread_id)
+			continue;
+		if (ev->sequence > q->last + 1)
+			g->cut.lost_events += ev->sequence - q->last - 1;
+		q->last = ev->sequence;
+		return;
+	}
+	if (g->n_seqs < SEQ_THREADS)
+		g->seqs[g->n_seqs++] = (struct seq){.thread = ev->capture_thread_id, .last = ev->sequence};
+}
+
 /* GCStart: v1+ u32 Count, u32 Depth, u32 Reason, u32 Type. The walk is the
  * first blocking gen2 GC of the session (what dotnet-gcdump waits for). */
 static void gc_start(struct heapgraph *g, const struct nettrace_event *ev)
@@ -631,6 +640,7 @@ int hg_feed(struct heapgraph *g, const struct nettrace_event *ev, int pointer_si
 		return bad(err, errlen, "pointer size %d", pointer_size);
 	const uint8_t *p = ev->payload;
 	size_t len = ev->payload_size;
+	count_lost(g, ev);
 	switch (m->event_id) {
 	case EV_GC_SUSPEND_EE_BEGIN:
 		if (!g->gc_started)
@@ -645,7 +655,21 @@ int hg_feed(struct heapgraph *g, const struct nettrace_event *ev, int pointer_si
 			g->walk_end = ev->timestamp;
 		}
 		return 1;
+	case EV_GC_HEAP_STATS:
+		/* v0/v1: GenerationSize0..3 at 0, 16, 32, 48 (each followed by
+		 * its promoted size); v2 (.NET 5+): GenerationSize4 at 94. */
+		if (g->gc_started && !g->reported_bytes && len >= 56) {
+			g->reported_bytes = rd64(p) + rd64(p + 16) + rd64(p + 32) + rd64(p + 48);
+			if (m->version >= 2 && len >= 102)
+				g->reported_bytes += rd64(p + 94);
+		}
+		return 1;
 	case EV_GC_RESTART_EE_END:
+		/* The walk's GC has ended even when its GCEnd was lost. */
+		if (g->gc_started && !g->gc_ended) {
+			g->gc_ended = 1;
+			g->walk_end = ev->timestamp;
+		}
 		if (g->gc_ended && !g->pause_end)
 			g->pause_end = ev->timestamp;
 		return 1;
@@ -696,199 +720,4 @@ int hg_feed(struct heapgraph *g, const struct nettrace_event *ev, int pointer_si
 int hg_walk_done(const struct heapgraph *g)
 {
 	return g->gc_started && g->gc_ended;
-}
-
-/* ---- assembly ---- */
-
-static int cmp_node(const void *a, const void *b)
-{
-	const struct hg_node *x = a, *y = b;
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
-}
-
-static int cmp_range(const void *a, const void *b)
-{
-	const struct range *x = a, *y = b;
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-uint32_t hg_find(const struct heapgraph *g, uint64_t addr)
-{
-	size_t lo = 0, hi = g->n_nodes;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (g->nodes[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < g->n_nodes && g->nodes[lo].addr == addr ? (uint32_t)lo : HG_NONE;
-}
-
-static uint8_t place(const struct range *r, size_t n, uint64_t addr)
-{
-	size_t lo = 0, hi = n;
-
-	/* The last range starting at or below addr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (r[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || addr >= r[lo - 1].end)
-		return HG_GEN_UNKNOWN;
-	return r[lo - 1].gen;
-}
-
-int hg_finish(struct heapgraph *g)
-{
-	if (g->finished)
-		return 0;
-	g->finished = 1;
-
-	/* Each node's edges, as far as they arrived; the rest is cut. Edges
-	 * past the last kept node's belong to nodes the limit dropped, or to
-	 * none (more edges than the nodes declared). */
-	for (size_t i = 0; i < g->n_nodes; i++) {
-		struct hg_node *n = &g->nodes[i];
-		uint64_t first = n->first_edge, end = first + n->n_edges;
-		if (n->first_edge == HG_NONE || first >= g->n_edges) {
-			n->first_edge = (uint32_t)g->n_edges;
-			n->n_edges = 0;
-		} else if (end > g->n_edges) {
-			n->n_edges = (uint32_t)(g->n_edges - first);
-		}
-	}
-	size_t used_edges = g->declared_edges < g->n_edges ? (size_t)g->declared_edges : g->n_edges;
-	if (g->n_edges > used_edges && g->cut.nodes == 0)
-		g->cut.extra_edges += g->n_edges - used_edges;
-
-	if (g->n_nodes)
-		qsort(g->nodes, g->n_nodes, sizeof(*g->nodes), cmp_node);
-
-	/* Addresses to indices, in place: index k is written at byte 4k,
-	 * after address k at byte 8k was read. */
-	uint64_t *addr = g->edges;
-	uint32_t *idx = g->edges;
-	for (size_t k = 0; k < g->n_edges; k++) {
-		uint64_t a = addr[k];
-		uint32_t t = hg_find(g, a);
-		if (t == HG_NONE && k < used_edges)
-			g->cut.unresolved_edges++;
-		idx[k] = t;
-	}
-	if (g->n_edges) {
-		void *p = realloc(g->edges, g->n_edges * sizeof(uint32_t));
-		if (p)
-			g->edges = p;
-	}
-
-	for (size_t i = 0; i < g->n_roots; i++) {
-		g->roots[i].node = hg_find(g, g->root_addr[i]);
-		if (g->roots[i].node == HG_NONE)
-			g->cut.unresolved_roots++;
-	}
-	free(g->root_addr);
-	g->root_addr = NULL;
-
-	/* Generations: the ranges the runtime gave during the walk, or all
-	 * when none came then. */
-	size_t n = 0;
-	int any_walk = 0;
-	for (size_t i = 0; i < g->n_ranges; i++)
-		any_walk |= g->ranges[i].in_walk;
-	for (size_t i = 0; i < g->n_ranges; i++)
-		if (!any_walk || g->ranges[i].in_walk)
-			g->ranges[n++] = g->ranges[i];
-	if (n)
-		qsort(g->ranges, n, sizeof(*g->ranges), cmp_range);
-	for (size_t i = 0; i < g->n_nodes; i++)
-		g->nodes[i].gen = place(g->ranges, n, g->nodes[i].addr);
-
-	/* Types no GCBulkType named get a made-up name. */
-	for (size_t i = 0; i < g->n_types; i++) {
-		if (g->types[i].name)
-			continue;
-		char buf[40];
-		snprintf(buf, sizeof(buf), "Type 0x%llx", (unsigned long long)g->types[i].id);
-		g->types[i].name = strdup(buf);
-		if (!g->types[i].name)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-size_t hg_n_nodes(const struct heapgraph *g)
-{
-	return g->n_nodes;
-}
-
-size_t hg_n_types(const struct heapgraph *g)
-{
-	return g->n_types;
-}
-
-size_t hg_n_roots(const struct heapgraph *g)
-{
-	return g->n_roots;
-}
-
-size_t hg_n_edges(const struct heapgraph *g)
-{
-	return g->n_edges;
-}
-
-const struct hg_node *hg_node(const struct heapgraph *g, size_t i)
-{
-	return i < g->n_nodes ? &g->nodes[i] : NULL;
-}
-
-const struct hg_type *hg_type(const struct heapgraph *g, size_t i)
-{
-	return i < g->n_types ? &g->types[i] : NULL;
-}
-
-const struct hg_root *hg_root(const struct heapgraph *g, size_t i)
-{
-	return i < g->n_roots ? &g->roots[i] : NULL;
-}
-
-const uint32_t *hg_edges(const struct heapgraph *g, size_t i, size_t *n)
-{
-	*n = 0;
-	if (!g->finished || i >= g->n_nodes)
-		return NULL;
-	*n = g->nodes[i].n_edges;
-	return *n ? (const uint32_t *)g->edges + g->nodes[i].first_edge : NULL;
-}
-
-const struct hg_cut *hg_cut(const struct heapgraph *g)
-{
-	return &g->cut;
-}
-
-uint32_t hg_gc_count(const struct heapgraph *g)
-{
-	return g->gc_count;
-}
-
-int hg_pause(const struct heapgraph *g, int64_t *ret_begin, int64_t *ret_end)
-{
-	if (!g->pause_begin || !g->pause_end || g->pause_end < g->pause_begin)
-		return -ENODATA;
-	*ret_begin = g->pause_begin;
-	*ret_end = g->pause_end;
-	return 0;
-}
-
-int hg_walk_span(const struct heapgraph *g, int64_t *ret_begin, int64_t *ret_end)
-{
-	if (!g->gc_started || !g->gc_ended)
-		return -ENODATA;
-	*ret_begin = g->walk_begin;
-	*ret_end = g->walk_end;
-	return 0;
 }

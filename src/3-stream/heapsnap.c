@@ -17,12 +17,8 @@
 /* After StopTracing the runtime writes what it still holds and closes the
  * stream; that takes well under a second on an idle process. */
 #define DRAIN_NS (10 * 1000000000LL)
-/* The runtime's session buffer. The walk writes its events faster than the
- * runtime's streaming thread sends them (10 M objects: 440 MB of events in a
- * pause of 0.5-1 s, measured in tests/bench/heap.sh), and past the buffer
- * the runtime drops them, GCEnd included. 1024 MB is what dotnet-gcdump asks
- * for; the target fills it only as far as the walk outruns the reader. */
-#define DEFAULT_BUFFER_MB 1024
+/* No byte for this long in the middle of a walk: its events were dropped. */
+#define STALL_NS (15 * 1000000000LL)
 
 struct snapctx {
 	struct heapgraph *g;
@@ -99,7 +95,7 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 	struct snapctx c = {0};
 	struct nettrace_callbacks cb = {.ctx = &c, .on_info = on_info, .on_event = on_event};
 	int64_t t0 = loop_now(), timeout = opts && opts->timeout_ns > 0 ? opts->timeout_ns : DEFAULT_TIMEOUT_NS;
-	uint32_t buffer_mb = opts && opts->buffer_mb ? opts->buffer_mb : DEFAULT_BUFFER_MB;
+	uint32_t buffer_mb = opts && opts->buffer_mb ? opts->buffer_mb : HEAPSNAP_BUFFER_MB;
 	int save_fd = opts ? opts->save_fd : -1;
 	uint64_t session, bytes = 0;
 	int sock = -1, r, stopped = 0, ended = 0;
@@ -117,10 +113,17 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 	r = ipc_collect_tracing(ep, &prov, 1, buffer_mb, 3000, &sock, &session, err, errlen);
 	if (r < 0)
 		goto fail;
-	int64_t deadline = t0 + timeout;
+	int64_t deadline = t0 + timeout, last_data = t0;
+	int stalled = 0;
 	for (;;) {
 		int64_t now = loop_now();
-		if (!stopped && (hg_walk_done(c.g) || c.failed || now >= deadline)) {
+		/* Once the walk has begun its events come without a break; when
+		 * they stop, the rest was dropped (the runtime's buffer filled) and
+		 * the walk's end will never be seen: give up now, not at the
+		 * deadline. */
+		if (!stopped && hg_gc_count(c.g) && !hg_walk_done(c.g) && now - last_data >= STALL_NS)
+			stalled = 1;
+		if (!stopped && (hg_walk_done(c.g) || c.failed || stalled || now >= deadline)) {
 			/* The stream drains to its closing tag after the stop. */
 			char serr[256];
 			if (ipc_stop_tracing(ep, session, 3000, serr, sizeof(serr)) < 0)
@@ -133,7 +136,10 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 		if (stopped && now >= deadline)
 			break;
 		struct pollfd pfd = {.fd = sock, .events = POLLIN};
-		int pr = poll(&pfd, 1, (int)((deadline - now) / 1000000 + 1));
+		int64_t wake = deadline;
+		if (!stopped && last_data + STALL_NS < wake)
+			wake = last_data + STALL_NS;
+		int pr = poll(&pfd, 1, wake > now ? (int)((wake - now) / 1000000 + 1) : 0);
 		if (pr < 0 && errno != EINTR) {
 			r = -errno;
 			snprintf(err, errlen, "reading the trace: %s", strerror(errno));
@@ -149,6 +155,7 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 			break; /* end of stream: stopped, or the process exited */
 		}
 		bytes += (uint64_t)got;
+		last_data = loop_now();
 		if (save_fd >= 0 && (r = write_all(save_fd, buf, (size_t)got)) < 0) {
 			snprintf(err, errlen, "writing the trace copy: %s", strerror(-r));
 			goto fail;
@@ -165,10 +172,19 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 		snprintf(err, errlen, "%s", c.failed == -ENOMEM ? "out of memory" : c.err);
 		goto fail;
 	}
+	if (!hg_walk_done(c.g) && stalled) {
+		r = -ETIMEDOUT;
+		snprintf(err, errlen,
+		         "the runtime's heap walk stopped sending events for %lld s before its end: the rest was "
+		         "dropped (a session buffer of %u MB is too small for this heap)",
+		         (long long)(STALL_NS / 1000000000LL), buffer_mb);
+		goto fail;
+	}
 	if (!hg_walk_done(c.g)) {
 		r = -ETIMEDOUT;
-		snprintf(err, errlen, "the runtime's heap walk did not %s within %lld s",
-		         hg_gc_count(c.g) ? "end" : "begin", (long long)(timeout / 1000000000LL));
+		snprintf(err, errlen, "the runtime's heap walk did not %s within %lld s%s",
+		         hg_gc_count(c.g) ? "end" : "begin", (long long)(timeout / 1000000000LL),
+		         hg_cut(c.g)->lost_events ? " (the runtime dropped events: its session buffer filled)" : "");
 		goto fail;
 	}
 	if (hg_finish(c.g) < 0) {
@@ -183,6 +199,12 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 		out->pause_ns = nettrace_qpc_to_ns(&c.info, e) - nettrace_qpc_to_ns(&c.info, b);
 	if (hg_walk_span(c.g, &b, &e) == 0)
 		out->walk_ns = nettrace_qpc_to_ns(&c.info, e) - nettrace_qpc_to_ns(&c.info, b);
+	for (size_t i = 0; i < hg_n_nodes(c.g); i++)
+		out->walk_bytes += hg_node(c.g, i)->size;
+	const struct hg_cut *cut = hg_cut(c.g);
+	uint64_t reported = hg_reported_bytes(c.g);
+	out->complete = !cut->lost_events && !cut->lost_batches && !cut->nodes &&
+	                (reported == 0 || out->walk_bytes >= reported / 100 * 95);
 	out->graph = c.g;
 	out->stream_bytes = bytes;
 	out->events = c.events;

@@ -75,6 +75,8 @@ struct json_object *heapdump_json(pid_t pid, const struct heapsnap *snap, const 
 	json_object_object_add(o, HEAPDUMP_KEY_WALK_MS, ms(snap->walk_ns));
 	json_object_object_add(o, HEAPDUMP_KEY_ELAPSED_MS, ms(snap->elapsed_ns));
 	json_object_object_add(o, HEAPDUMP_KEY_STREAM_BYTES, u64(snap->stream_bytes));
+	json_object_object_add(o, HEAPDUMP_KEY_RUNTIME_HEAP_BYTES, u64(hg_reported_bytes(g)));
+	json_object_object_add(o, HEAPDUMP_KEY_COMPLETE, json_object_new_boolean(snap->complete));
 	for (int k = 0; k < HG_N_GENS; k++) {
 		if (k == HG_GEN_UNKNOWN && !s->gen_count[k])
 			continue;

@@ -45,6 +45,7 @@ static void help(FILE *f)
 	cli_help_option(f, "--json", "one JSON object instead of the tables");
 	cli_help_option(f, "--paths N", "retention paths of the N types of most bytes (default %d)", DEFAULT_PATHS);
 	cli_help_option(f, "--timeout D", "give up when the walk has not ended after D (default 2m)");
+	cli_help_option(f, "--buffer MB", "the session buffer the runtime may fill (default %d)", HEAPSNAP_BUFFER_MB);
 	cli_help_option(f, "--save-trace FILE", "also write the event stream as it came (nettrace) to FILE");
 	cli_help_option(f, "--gcdump FILE", "also write the snapshot as a .gcdump (dotnet-gcdump's format) to FILE");
 }
@@ -131,13 +132,17 @@ static void print_text(FILE *f, const struct heapsnap *snap, const struct heapsu
 	if (s->unreachable_count)
 		fprintf(f, "\n%s bytes in %s objects were reached from no root the runtime reported\n",
 		        grouped(s->unreachable_bytes, a, sizeof(a)), grouped(s->unreachable_count, b, sizeof(b)));
-	if (cut->nodes || cut->edges || cut->types || cut->roots || cut->names || cut->lost_batches)
+	if (cut->nodes || cut->edges || cut->types || cut->roots || cut->names)
 		fprintf(f,
 		        "\ncut: %llu objects, %llu references, %llu types, %llu roots past the limits, %llu types "
-		        "unnamed, %llu batches dropped by the runtime\n",
+		        "unnamed\n",
 		        (unsigned long long)cut->nodes, (unsigned long long)cut->edges, (unsigned long long)cut->types,
-		        (unsigned long long)cut->roots, (unsigned long long)cut->names,
-		        (unsigned long long)cut->lost_batches);
+		        (unsigned long long)cut->roots, (unsigned long long)cut->names);
+	if (cut->lost_events || cut->lost_batches)
+		fprintf(f,
+		        "\nincomplete: the runtime dropped %llu events (%llu batches of objects or references) when "
+		        "its session buffer filled\n",
+		        (unsigned long long)cut->lost_events, (unsigned long long)cut->lost_batches);
 	if (snap->pause_ns >= 0)
 		fprintf(f, "\nthe target was paused %.1f ms for the walk\n", (double)snap->pause_ns / 1e6);
 }
@@ -179,17 +184,18 @@ static int run(int argc, char **argv)
 	                                     {"timeout", required_argument, NULL, 't'},
 	                                     {"save-trace", required_argument, NULL, 's'},
 	                                     {"gcdump", required_argument, NULL, 'g'},
+	                                     {"buffer", required_argument, NULL, 'b'},
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {NULL, 0, NULL, 0}};
 	pid_t pid = 0;
 	int json = 0, c;
-	long n_paths = DEFAULT_PATHS;
+	long n_paths = DEFAULT_PATHS, buffer_mb = HEAPSNAP_BUFFER_MB;
 	int64_t timeout = DEFAULT_TIMEOUT_NS;
 	const char *save = NULL, *gcdump = NULL;
 	char err[512];
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "p:jn:t:s:g:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:jn:t:s:g:b:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			help(stdout);
@@ -215,6 +221,13 @@ static int run(int argc, char **argv)
 		case 'g':
 			gcdump = optarg;
 			break;
+		case 'b':
+			if (cli_count_option("--buffer", optarg, 65536, &buffer_mb) < 0 || buffer_mb == 0) {
+				if (buffer_mb == 0)
+					log_error("--buffer: at least 1 (MB)");
+				return DW_EXIT_USAGE;
+			}
+			break;
 		default:
 			return DW_EXIT_USAGE;
 		}
@@ -234,7 +247,7 @@ static int run(int argc, char **argv)
 		return DW_EXIT_TARGET;
 	}
 	const struct ipc_endpoint ep = discovery_endpoint(&t);
-	struct heapsnap_opts o = {.timeout_ns = timeout, .save_fd = -1};
+	struct heapsnap_opts o = {.timeout_ns = timeout, .buffer_mb = (uint32_t)buffer_mb, .save_fd = -1};
 	if (save) {
 		o.save_fd = open(save, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (o.save_fd < 0) {
@@ -271,13 +284,22 @@ static int run(int argc, char **argv)
 		print_text(stdout, &snap, s);
 	}
 	heapsum_free(s);
+	int flushed = fflush(stdout) == 0;
+	if (!snap.complete) {
+		char a[32], b[32];
+		snprintf(a, sizeof(a), "%llu", (unsigned long long)snap.walk_bytes);
+		snprintf(b, sizeof(b), "%llu", (unsigned long long)hg_reported_bytes(snap.graph));
+		log_error("heap snapshot of %d is incomplete: the runtime dropped events (its session buffer of %ld MB "
+		          "filled): the walk gave %s bytes of the %s in its heap; try a larger --buffer",
+		          (int)pid, buffer_mb, a, b);
+	}
 	hg_free(snap.graph);
-	return fflush(stdout) == 0 ? DW_EXIT_OK : DW_EXIT_RUNTIME;
+	return flushed && snap.complete ? DW_EXIT_OK : DW_EXIT_RUNTIME;
 }
 
 const struct cmd cmd_heap = {
     .name = "heap",
     .run = run,
-    .synopsis = "heap [--json] [--paths N] [--timeout D] [--save-trace FILE] [--gcdump FILE] PID",
+    .synopsis = "heap [--json] [--paths N] [--timeout D] [--buffer MB] [--save-trace FILE] [--gcdump FILE] PID",
     .summary = "a heap snapshot of PID: objects by type and generation, and what holds them",
 };

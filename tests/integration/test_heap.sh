@@ -6,9 +6,8 @@
 # count and bytes of the 1 MiB arrays (all in the LOH), of HeapNode and
 # HeapLeaf; the retention path of System.Byte[] runs from the static field
 # s_entries through the List<System.Byte[]> and its array. The table
-# (without --json) has dotnet-gcdump report's columns. Names from the target
-# are escaped: a hostile type name is not needed here, text_escape is tested
-# on its own.
+# (without --json) has dotnet-gcdump report's columns. With a session buffer
+# too small for the walk the snapshot is said to be incomplete.
 source "$(dirname "$0")/lib.sh"
 GCDUMP=$(dotnet_tool dotnet-gcdump)
 APP="$DW_APPS_DIR/GcLab/GcLab"
@@ -85,6 +84,18 @@ grep_q -E '^ +419,[0-9,]+ +[0-9,]+  loh$' "$T/heap.txt" || fail "no LOH line: $(
 grep_q -F '    s_entries (static) → System.Collections.Generic.List<System.Byte[]> → System.Byte[][] → System.Byte[]' \
 	"$T/heap.txt" || fail "no path line: $(grep -A8 'What holds' "$T/heap.txt")"
 echo "pause $(jq .pause_ms "$T/heap.json") ms, $(jq .objects "$T/heap.json") objects"
+
+# A session buffer far too small for the walk: the runtime drops events, and
+# dumpwatch says the snapshot is incomplete (exit status 4) rather than show
+# a part of the heap as the whole.
+rc=0
+"$DUMPWATCH" heap --buffer 1 --json "$APP_PID" >"$T/small.json" 2>"$T/small.err" || rc=$?
+[ "$rc" -eq 4 ] || fail "heap --buffer 1: exit $rc, $(cat "$T/small.err") $(jq -c '{objects, complete}' "$T/small.json" 2>/dev/null)"
+grep_q -E 'incomplete|dropped' "$T/small.err" || fail "heap --buffer 1 does not say why: $(cat "$T/small.err")"
+if [ -s "$T/small.json" ]; then
+	jq -e '.complete == false' "$T/small.json" >/dev/null || fail "heap --buffer 1 JSON: $(jq -c '{objects, complete}' "$T/small.json")"
+fi
+jq -e '.complete == true' "$T/heap.json" >/dev/null || fail "the full snapshot is not complete"
 
 # A process that is gone: a clear error, exit status 2.
 rc=0

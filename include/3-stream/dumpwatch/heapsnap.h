@@ -13,9 +13,15 @@
 #include "dumpwatch/heapgraph.h"
 #include "dumpwatch/ipc.h"
 
+/* The session buffer asked of the runtime, as dotnet-gcdump asks: the walk
+ * writes its events faster than they are sent (10 M objects make some 500 MB
+ * of events in well under a second), and what does not fit is dropped. The
+ * runtime allocates it only as it fills. */
+#define HEAPSNAP_BUFFER_MB 1024
+
 struct heapsnap_opts {
 	int64_t timeout_ns;             /* the whole snapshot; 0: 120 s */
-	uint32_t buffer_mb;             /* the runtime's session buffer; 0: 1024 */
+	uint32_t buffer_mb;             /* the runtime's session buffer; 0: HEAPSNAP_BUFFER_MB */
 	const struct hg_limits *limits; /* NULL: defaults */
 	int save_fd;                    /* >= 0: the raw stream is also written there (a nettrace file) */
 };
@@ -28,6 +34,13 @@ struct heapsnap {
 	uint64_t stream_bytes;
 	uint64_t events;
 	int pointer_size;
+	uint64_t walk_bytes; /* the objects' sizes added up */
+	/* Whether the walk arrived whole: no event seen lost, and its objects
+	 * make at least 95 % of the bytes the runtime counts (GCHeapStats).
+	 * The runtime drops what does not fit in the session buffer without
+	 * always leaving a gap in the sequence numbers, so the sizes are the
+	 * check that holds. */
+	int complete;
 };
 
 /* Takes a snapshot of the process listening on ep. 0 with out filled, or

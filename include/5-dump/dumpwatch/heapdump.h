@@ -38,6 +38,8 @@
 #define HEAPDUMP_KEY_WALK_MS "walk_ms"       /* of which the walk */
 #define HEAPDUMP_KEY_ELAPSED_MS "elapsed_ms" /* the whole snapshot, the session included */
 #define HEAPDUMP_KEY_STREAM_BYTES "stream_bytes"
+#define HEAPDUMP_KEY_RUNTIME_HEAP_BYTES "runtime_heap_bytes" /* what GCHeapStats said the heap holds */
+#define HEAPDUMP_KEY_COMPLETE "complete" /* false: the runtime dropped events of the walk */
 #define HEAPDUMP_KEY_GENERATIONS "generations"
 #define HEAPDUMP_KEY_TYPES "types" /* the largest, largest first */
 #define HEAPDUMP_KEY_OTHER "other_types"
