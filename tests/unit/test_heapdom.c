@@ -4,7 +4,8 @@
  * to one object, a weak root), on random graphs against a brute force
  * (remove an object, see what can no longer be reached), at the limits, and
  * on the heap snapshots recorded from .NET 8, 9 and 10
- * (tests/data/heap-net*.nettrace, GcLab "cache 3 100000 1000"). */
+ * (tests/data/heap-net*.nettrace, GcLab "cache 3 100000 1000"), where the
+ * summary's rows (heapsum_retained) must say the same. */
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "dumpwatch/events.h"
 #include "dumpwatch/heapdom.h"
 #include "dumpwatch/heapgraph.h"
+#include "dumpwatch/heapsum.h"
 #include "dumpwatch/nettrace.h"
 
 /* ---- graphs from GCBulk* payloads ---- */
@@ -96,8 +98,10 @@ static struct heapgraph *build(const struct spec *s)
 		if (end == p)
 			break;
 		unsigned long z = strtoul(end + 1, &end, 10);
-		from = realloc(from, (ne + 1) * sizeof(*from));
-		to = realloc(to, (ne + 1) * sizeof(*to));
+		if ((ne & (ne - 1)) == 0) { /* at powers of two: grown by doubling */
+			from = realloc(from, (ne ? 2 * ne : 1) * sizeof(*from));
+			to = realloc(to, (ne ? 2 * ne : 1) * sizeof(*to));
+		}
 		from[ne] = a;
 		to[ne++] = z;
 		p = end;
@@ -635,6 +639,24 @@ static void test_recorded(const char *file)
 	CHECK_MSG(d->type_retained[tn] >= b_n + b_l && d->type_retained[tn] < 2 * (b_n + b_l), "%s: HeapNode %llu",
 	          file, (unsigned long long)d->type_retained[tn]);
 	CHECK(d->type_retained[tleaf] == b_l);
+
+	/* The same in the summary's rows; and the reason when not computed. */
+	struct heapsum *s;
+	CHECK(heapsum_build(g, 5, &s) == 0);
+	CHECK(!s->retained_done && s->retained_why[0] == '\0');
+	CHECK(heapsum_retained(g, s, NULL) == 0 && s->retained_done && s->retained_passes == d->passes);
+	int same = 1;
+	for (size_t i = 0; i < s->n_rows; i++)
+		same &=
+		    s->rows[i].retained == d->type_retained[s->rows[i].type] && s->rows[i].retained >= s->rows[i].bytes;
+	CHECK(same);
+	CHECK(s->retained_unreachable_bytes == d->unreachable_bytes);
+	heapsum_free(s);
+	CHECK(heapsum_build(g, 5, &s) == 0);
+	struct hd_limits few = {.max_nodes = 100};
+	CHECK(heapsum_retained(g, s, &few) == 0 && !s->retained_done && s->rows[0].retained == 0);
+	CHECK_MSG(strstr(s->retained_why, "more than the 100") != NULL, "%s", s->retained_why);
+	heapsum_free(s);
 	heapdom_free(d);
 	hg_free(r.g);
 }
