@@ -19,10 +19,14 @@
  * gives a retention path. */
 #define HEAPDUMP_SUMMARY_TYPES 30
 #define HEAPDUMP_SUMMARY_PATHS 10
+/* Types a summary lists by retained bytes. */
+#define HEAPDUMP_RETAINED_TYPES 30
 
 /* The summary as JSON: totals, generations, the top max_types types (and
  * "other_types" for the rest), the retention paths, what was cut, the
- * target's pause. Names from the target are JSON strings (json-c escapes
+ * target's pause; when heapsum_retained was run, each type's
+ * "retained_bytes" and "retained": the HEAPDUMP_RETAINED_TYPES types that
+ * retain the most, or why that was not computed. Names from the target are JSON strings (json-c escapes
  * them); readers escape them again where they print. NULL when out of
  * memory. */
 struct json_object *heapdump_json(pid_t pid, const struct heapsnap *snap, const struct heapsum *s, size_t max_types);
