@@ -409,3 +409,28 @@ oom:
 	heapsum_free(s);
 	return -ENOMEM;
 }
+
+int heapsum_retained(const struct heapgraph *g, struct heapsum *s, const struct hd_limits *lim)
+{
+	struct heapdom *d;
+	int r = heapdom_build(g, lim, &d);
+
+	if (r < 0) {
+		snprintf(s->retained_why, sizeof(s->retained_why), "out of memory");
+		return r;
+	}
+	s->retained_passes = d->passes;
+	if (d->status != HD_DONE) {
+		heapdom_why(d, s->retained_why, sizeof(s->retained_why));
+		heapdom_free(d);
+		return 0;
+	}
+	for (size_t i = 0; i < s->n_rows; i++) {
+		uint32_t t = s->rows[i].type;
+		s->rows[i].retained = d->type_retained[t < d->n_types ? t : d->n_types];
+	}
+	s->retained_unreachable_bytes = d->unreachable_bytes;
+	s->retained_done = 1;
+	heapdom_free(d);
+	return 0;
+}

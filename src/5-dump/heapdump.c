@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +46,46 @@ static json_object *path_json(const struct heapgraph *g, const struct hs_path *p
 	json_object_object_add(x, HEAPDUMP_KEY_PATH_CUT, json_object_new_boolean(p->cut));
 	json_object_object_add(x, HEAPDUMP_KEY_PATH_BYTES, u64(p->bytes));
 	json_object_object_add(x, HEAPDUMP_KEY_PATH_OBJECTS, u64(p->count));
+	return x;
+}
+
+static int cmp_retained(const void *a, const void *b)
+{
+	const struct hs_row *x = *(const struct hs_row *const *)a, *y = *(const struct hs_row *const *)b;
+	if (x->retained != y->retained)
+		return x->retained > y->retained ? -1 : 1;
+	return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+/* "retained": the types that retain the most, or why there are none. */
+static json_object *retained_json(const struct heapgraph *g, const struct heapsum *s)
+{
+	json_object *x = json_object_new_object();
+
+	json_object_object_add(x, "computed", json_object_new_boolean(s->retained_done));
+	if (!s->retained_done) {
+		json_object_object_add(x, "why", json_object_new_string(s->retained_why));
+		return x;
+	}
+	json_object_object_add(x, "passes", u64(s->retained_passes));
+	json_object_object_add(x, "unreachable_bytes", u64(s->retained_unreachable_bytes));
+	const struct hs_row **by = malloc((s->n_rows ? s->n_rows : 1) * sizeof(*by));
+	json_object *types = json_object_new_array();
+	if (by) {
+		for (size_t i = 0; i < s->n_rows; i++)
+			by[i] = &s->rows[i];
+		qsort(by, s->n_rows, sizeof(*by), cmp_retained);
+		for (size_t i = 0; i < s->n_rows && i < HEAPDUMP_RETAINED_TYPES; i++) {
+			json_object *y = json_object_new_object();
+			json_object_object_add(y, "type", json_object_new_string(type_name(g, by[i]->type)));
+			json_object_object_add(y, "retained_bytes", u64(by[i]->retained));
+			json_object_object_add(y, "bytes", u64(by[i]->bytes));
+			json_object_object_add(y, "objects", u64(by[i]->count));
+			json_object_array_add(types, y);
+		}
+		free(by);
+	}
+	json_object_object_add(x, "types", types);
 	return x;
 }
 
@@ -100,6 +141,8 @@ struct json_object *heapdump_json(pid_t pid, const struct heapsnap *snap, const 
 		json_object_object_add(x, HEAPDUMP_KEY_TYPE_TYPE, json_object_new_string(type_name(g, r->type)));
 		json_object_object_add(x, HEAPDUMP_KEY_TYPE_BYTES, u64(r->bytes));
 		json_object_object_add(x, HEAPDUMP_KEY_TYPE_OBJECTS, u64(r->count));
+		if (s->retained_done)
+			json_object_object_add(x, HEAPDUMP_KEY_TYPE_RETAINED_BYTES, u64(r->retained));
 		for (int k = 0; k < HG_N_GENS; k++) {
 			if (!r->gen_count[k])
 				continue;
@@ -120,6 +163,8 @@ struct json_object *heapdump_json(pid_t pid, const struct heapsnap *snap, const 
 		if (s->paths[i].n_steps > 0)
 			json_object_array_add(paths, path_json(g, &s->paths[i]));
 	json_object_object_add(o, HEAPDUMP_KEY_PATHS, paths);
+	if (s->retained_done || s->retained_why[0])
+		json_object_object_add(o, HEAPDUMP_KEY_RETAINED, retained_json(g, s));
 	json_object_object_add(c, HEAPDUMP_KEY_CUT_OBJECTS, u64(cut->nodes));
 	json_object_object_add(c, HEAPDUMP_KEY_CUT_REFERENCES, u64(cut->edges));
 	json_object_object_add(c, HEAPDUMP_KEY_CUT_TYPES, u64(cut->types));
@@ -177,6 +222,10 @@ int heapdump_run(const struct heapdump_request *req, char *err, size_t errlen)
 			snprintf(err, errlen, "out of memory for the heap summary");
 			goto out;
 		}
+		/* Out of memory here leaves the summary without retained
+		 * sizes, and says so in it. */
+		const struct hd_limits lim = {.max_nodes = HEAPDUMP_RETAINED_MAX_OBJECTS};
+		(void)heapsum_retained(snap.graph, s, &lim);
 		json_object *j = heapdump_json(req->ep.pid, &snap, s, HEAPDUMP_SUMMARY_TYPES);
 		const char *text = j ? json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN) : NULL;
 		if (!text) {

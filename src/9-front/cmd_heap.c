@@ -1,8 +1,8 @@
 /* dumpwatch heap: a live heap snapshot of a process (heapsnap.h), printed
  * as `dotnet-gcdump report` prints a .gcdump (the totals, then bytes, count
- * and type, most bytes first), then the split by generation and the
- * retention paths of the types that take the most (heapsum.h); or all of it
- * as one JSON object. Type and field names come from the target: they are
+ * and type, most bytes first), then the split by generation, the retention
+ * paths of the types that take the most (heapsum.h) and the types that
+ * retain the most (heapdom.h); or all of it as one JSON object. Type and field names come from the target: they are
  * escaped (text_escape) before they are printed. */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +27,7 @@
 #include "dumpwatch/text.h"
 
 #define DEFAULT_PATHS 10
+#define RETAINED_ROWS 10
 #define DEFAULT_TIMEOUT_NS (120 * 1000000000LL)
 #define NAME_BUF (4 * 2048 + 64)
 
@@ -44,6 +45,7 @@ static void help(FILE *f)
 	cli_help_option(f, "--pid PID", "the process (or PID as the operand)");
 	cli_help_option(f, "--json", "one JSON object instead of the tables");
 	cli_help_option(f, "--paths N", "retention paths of the N types of most bytes (default %d)", DEFAULT_PATHS);
+	cli_help_option(f, "--no-retained", "leave out retained sizes (the dominator tree: seconds for 10 M objects)");
 	cli_help_option(f, "--timeout D", "give up when the walk has not ended after D (default 2m)");
 	cli_help_option(f, "--buffer MB", "the session buffer the runtime may fill (default %d)", HEAPSNAP_BUFFER_MB);
 	cli_help_option(f, "--save-trace FILE", "also write the event stream as it came (nettrace) to FILE");
@@ -83,6 +85,40 @@ static void print_path(FILE *f, const struct heapgraph *g, const struct hs_path 
 		fprintf(f, " → %s%s", type_name(g, p->steps[i], buf, sizeof(buf)), p->nested[i] ? " (nested)" : "");
 	}
 	fputc('\n', f);
+}
+
+static int cmp_retained(const void *a, const void *b)
+{
+	const struct hs_row *x = *(const struct hs_row *const *)a, *y = *(const struct hs_row *const *)b;
+	if (x->retained != y->retained)
+		return x->retained > y->retained ? -1 : 1;
+	return x->bytes > y->bytes ? -1 : x->bytes < y->bytes;
+}
+
+/* The types that retain the most (heapsum_retained), or why not. */
+static void print_retained(FILE *f, const struct heapgraph *g, const struct heapsum *s)
+{
+	static char name[NAME_BUF];
+	char a[32], b[32], c[32];
+
+	if (!s->retained_done) {
+		if (s->retained_why[0])
+			fprintf(f, "\nRetained sizes were not computed: %s\n", s->retained_why);
+		return;
+	}
+	const struct hs_row **by = malloc((s->n_rows ? s->n_rows : 1) * sizeof(*by));
+	if (!by)
+		return;
+	for (size_t i = 0; i < s->n_rows; i++)
+		by[i] = &s->rows[i];
+	qsort(by, s->n_rows, sizeof(*by), cmp_retained);
+	fputs("\nRetained by type (what the objects of a type keep alive; nested ones once):\n", f);
+	fprintf(f, "%15s  %15s  %10s  Type\n", "Retained Bytes", "Object Bytes", "Count");
+	for (size_t i = 0; i < s->n_rows && i < RETAINED_ROWS; i++)
+		fprintf(f, "%15s  %15s  %10s  %s\n", grouped(by[i]->retained, a, sizeof(a)),
+		        grouped(by[i]->bytes, b, sizeof(b)), grouped(by[i]->count, c, sizeof(c)),
+		        type_name(g, by[i]->type, name, sizeof(name)));
+	free(by);
 }
 
 static void print_text(FILE *f, const struct heapsnap *snap, const struct heapsum *s)
@@ -129,6 +165,7 @@ static void print_text(FILE *f, const struct heapsnap *snap, const struct heapsu
 			print_path(f, g, p);
 		}
 	}
+	print_retained(f, g, s);
 	if (s->unreachable_count)
 		fprintf(f, "\n%s bytes in %s objects were reached from no root the runtime reported\n",
 		        grouped(s->unreachable_bytes, a, sizeof(a)), grouped(s->unreachable_count, b, sizeof(b)));
@@ -181,6 +218,7 @@ static int run(int argc, char **argv)
 	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
 	                                     {"json", no_argument, NULL, 'j'},
 	                                     {"paths", required_argument, NULL, 'n'},
+	                                     {"no-retained", no_argument, NULL, 'R'},
 	                                     {"timeout", required_argument, NULL, 't'},
 	                                     {"save-trace", required_argument, NULL, 's'},
 	                                     {"gcdump", required_argument, NULL, 'g'},
@@ -188,7 +226,7 @@ static int run(int argc, char **argv)
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {NULL, 0, NULL, 0}};
 	pid_t pid = 0;
-	int json = 0, c;
+	int json = 0, retained = 1, c;
 	long n_paths = DEFAULT_PATHS, buffer_mb = HEAPSNAP_BUFFER_MB;
 	int64_t timeout = DEFAULT_TIMEOUT_NS;
 	const char *save = NULL, *gcdump = NULL;
@@ -206,6 +244,9 @@ static int run(int argc, char **argv)
 			break;
 		case 'j':
 			json = 1;
+			break;
+		case 'R':
+			retained = 0;
 			break;
 		case 'n':
 			if (cli_count_option("--paths", optarg, 1000, &n_paths) < 0)
@@ -276,6 +317,9 @@ static int run(int argc, char **argv)
 		hg_free(snap.graph);
 		return DW_EXIT_RUNTIME;
 	}
+	const struct hd_limits lim = {.max_nodes = HEAPDUMP_RETAINED_MAX_OBJECTS};
+	if (retained && heapsum_retained(snap.graph, s, &lim) < 0)
+		log_warn("heap snapshot of %d: out of memory for the retained sizes", (int)pid);
 	if (json) {
 		json_object *o2 = heapdump_json(pid, &snap, s, SIZE_MAX);
 		jsonl_print(stdout, o2);
@@ -300,6 +344,7 @@ static int run(int argc, char **argv)
 const struct cmd cmd_heap = {
     .name = "heap",
     .run = run,
-    .synopsis = "heap [--json] [--paths N] [--timeout D] [--buffer MB] [--save-trace FILE] [--gcdump FILE] PID",
+    .synopsis = "heap [--json] [--paths N] [--no-retained] [--timeout D] [--buffer MB] [--save-trace FILE] [--gcdump FILE] "
+                "PID",
     .summary = "a heap snapshot of PID: objects by type and generation, and what holds them",
 };

@@ -5,9 +5,10 @@
 # `dotnet-gcdump collect` + `report` (the NuGet tool) agree within 1 % on the
 # count and bytes of the 1 MiB arrays (all in the LOH), of HeapNode and
 # HeapLeaf; the retention path of System.Byte[] runs from the static field
-# s_entries through the List<System.Byte[]> and its array. The table
-# (without --json) has dotnet-gcdump report's columns. With a session buffer
-# too small for the walk the snapshot is said to be incomplete.
+# s_entries through the List<System.Byte[]> and its array, and that list
+# retains the 400 MiB. The table (without --json) has dotnet-gcdump
+# report's columns, then the types that retain the most. With a session
+# buffer too small for the walk the snapshot is said to be incomplete.
 source "$(dirname "$0")/lib.sh"
 GCDUMP=$(dotnet_tool dotnet-gcdump)
 APP="$DW_APPS_DIR/GcLab/GcLab"
@@ -73,6 +74,20 @@ path=$(jq -c '.paths[] | select(.type == "System.Byte[]")' "$T/heap.json")
 path=$(jq -c '.paths[] | select(.type == "HeapLeaf")' "$T/heap.json")
 [ "$(jq -r '.root + " " + ([.steps[] | .type + (if .nested then "*" else "" end)] | join(" "))' <<<"$path")" = \
 	"s_root (static) HeapNode* HeapLeaf" ] || fail "HeapLeaf path: $path"
+# What the list keeps alive: its array and the 400 arrays of 1 MiB, counted
+# once although nothing else holds them; and it is among the types that
+# retain the most.
+list="System.Collections.Generic.List<System.Byte[]>"
+jq -e '.retained.computed' "$T/heap.json" >/dev/null || fail "no retained sizes: $(jq -c .retained "$T/heap.json")"
+[ "$(ours "$list" .retained_bytes)" -ge $((400 * 1048576)) ] ||
+	fail "the list retains $(ours "$list" .retained_bytes) bytes, less than its 400 arrays"
+[ "$(ours "$list" .retained_bytes)" -le "$(jq .bytes "$T/heap.json")" ] || fail "the list retains more than the heap"
+[ "$(ours HeapNode .retained_bytes)" -ge "$(($(ours HeapNode .bytes) + $(ours HeapLeaf .bytes)))" ] ||
+	fail "HeapNode retains $(ours HeapNode .retained_bytes), less than the nodes and their leaves"
+jq -e --arg t "$list" '[.retained.types[:3][] | .type] | index($t) != null' "$T/heap.json" >/dev/null ||
+	fail "the list is not among the 3 types that retain the most: $(jq -c '.retained.types[:3]' "$T/heap.json")"
+echo "retained: $list $(ours "$list" .retained_bytes) bytes, HeapNode $(ours HeapNode .retained_bytes)," \
+	"in $(jq .retained.passes "$T/heap.json") passes"
 jq -e '.pause_ms > 0 and .cut.objects == 0 and .cut.lost_batches == 0 and .cut.unresolved_references == 0' \
 	"$T/heap.json" >/dev/null || fail "pause or cuts: $(jq -c '{pause_ms, cut}' "$T/heap.json")"
 
@@ -83,6 +98,12 @@ grep_q -E '^ +[0-9,]+ +100,000  HeapNode$' "$T/heap.txt" || fail "no HeapNode ro
 grep_q -E '^ +419,[0-9,]+ +[0-9,]+  loh$' "$T/heap.txt" || fail "no LOH line: $(grep -A8 'By generation' "$T/heap.txt")"
 grep_q -F '    s_entries (static) → System.Collections.Generic.List<System.Byte[]> → System.Byte[][] → System.Byte[]' \
 	"$T/heap.txt" || fail "no path line: $(grep -A8 'What holds' "$T/heap.txt")"
+grep_q -E '^ +Retained Bytes +Object Bytes +Count  Type$' "$T/heap.txt" || fail "no retained table: $(tail -20 "$T/heap.txt")"
+grep_q -E '^ +4[0-9]{2}(,[0-9]{3}){2} +[0-9,]+ +1  System\.Collections\.Generic\.List<System\.Byte\[\]>$' "$T/heap.txt" ||
+	fail "no retained row for the list: $(grep -A12 'Retained by type' "$T/heap.txt")"
+"$DUMPWATCH" heap --json --no-retained "$APP_PID" >"$T/heap2.json" 2>"$T/heap.err" || fail "dumpwatch heap --no-retained: $(cat "$T/heap.err")"
+jq -e '(has("retained") | not) and (.types[0] | has("retained_bytes") | not)' "$T/heap2.json" >/dev/null ||
+	fail "--no-retained: $(jq -c '{retained, t: .types[0]}' "$T/heap2.json")"
 echo "pause $(jq .pause_ms "$T/heap.json") ms, $(jq .objects "$T/heap.json") objects"
 
 # A session buffer far too small for the walk: the runtime drops events, and

@@ -5,8 +5,8 @@
 # 1. --dump-type gcdump: NAME.gcdump is published in the store (0600, no
 #    partial left), `dotnet-gcdump report` reads it and agrees with the
 #    summary in NAME.json on the totals and per type; the path of the
-#    byte[] names the static field and the list that holds them; the journal
-#    says how it was taken.
+#    byte[] names the static field and the list that holds them, and the
+#    list retains them; the journal says how it was taken.
 # 2. --heap-summary with a withheap core: the core is whole (DumpCheck), the
 #    summary taken after it is in its context, and `dotnet-dump analyze`
 #    (dumpheap -stat -live: the summary is taken after a full GC) of the core
@@ -67,6 +67,12 @@ esac
 jq -r '.heap.paths[] | select(.type == "HeapNode") | .root' "$J" | grep -qx 's_root (static)' ||
 	fail "HeapNode not held by s_root: $(jq -c '.heap.paths' "$J")"
 jq -e '.heap.pause_ms > 0' "$J" >/dev/null || fail "no pause measured: $(jq -c .heap "$J" | head -c 300)"
+# What the list retains: its 200 arrays of 1 MiB, among the types that
+# retain the most (the list itself is too small for the top types by bytes).
+kept=$(jq '[.heap.retained.types[]? | select(.type == "System.Collections.Generic.List<System.Byte[]>")
+	| .retained_bytes] | add // 0' "$J")
+echo "the list retains $kept bytes"
+[ "$kept" -ge $((200 * 1048576)) ] || fail "the list retains $kept bytes: $(jq -c .heap.retained "$J" | head -c 600)"
 rm -f "$DUMPS"/*
 
 # --- 2. a withheap core with its heap summary ---

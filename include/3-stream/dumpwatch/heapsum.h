@@ -9,13 +9,15 @@
  * object the path it was first reached by, interned as (the parent's path,
  * the type) in a bounded table; a run of objects of one type (a linked list,
  * a tree) is one step. For each top type the path that holds the most of its
- * bytes is kept. Retained sizes (a dominator tree) are not computed. */
+ * bytes is kept. Retained sizes (heapdom.h) are added when asked, by
+ * heapsum_retained. */
 #ifndef DUMPWATCH_HEAPSUM_H
 #define DUMPWATCH_HEAPSUM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dumpwatch/heapdom.h"
 #include "dumpwatch/heapgraph.h"
 
 #define HS_MAX_STEPS 16
@@ -24,6 +26,7 @@ struct hs_row {
 	uint32_t type; /* index into the graph's types */
 	uint64_t count, bytes;
 	uint64_t gen_count[HG_N_GENS], gen_bytes[HG_N_GENS];
+	uint64_t retained; /* heapsum_retained: what its objects keep alive, nested ones once; else 0 */
 };
 
 /* A retention path: a root, then types. */
@@ -45,12 +48,23 @@ struct heapsum {
 	struct hs_row *rows; /* every type with objects, most bytes first (then most objects) */
 	size_t n_paths;
 	struct hs_path *paths; /* one for each of the top rows that has a reachable object */
+	/* heapsum_retained: whether the rows' retained sizes are there, and if
+	 * not why (empty when it was not asked). */
+	int retained_done;
+	char retained_why[160];
+	uint32_t retained_passes;
+	uint64_t retained_unreachable_bytes; /* reached from no strong root (weak handles keep nothing) */
 };
 
 /* Summarises g (after hg_finish), with paths for the top_paths types of
  * most bytes. 0 or -ENOMEM. */
 int heapsum_build(const struct heapgraph *g, size_t top_paths, struct heapsum **ret);
 void heapsum_free(struct heapsum *s);
+
+/* Adds to s (built from g) each row's retained bytes (heapdom.h, within lim,
+ * NULL for its defaults). 0, also when the limits left them out; or -ENOMEM.
+ * Unless 0, retained_why says why they are not there. */
+int heapsum_retained(const struct heapgraph *g, struct heapsum *s, const struct hd_limits *lim);
 
 /* The label of a root: "field (static)" for a static field (the runtime
  * does not say which class declares it), else the kind in brackets:

@@ -18,7 +18,13 @@
 /* Types a summary lists (the rest are counted in "other"), and the types it
  * gives a retention path. */
 #define HEAPDUMP_SUMMARY_TYPES 30
+/* Retained sizes (heapdom.h) are computed for heaps of at most this many
+ * objects: the dominator tree of 10 M objects takes seconds and some 270 MB
+ * more; past it the summary says why they are missing. */
+#define HEAPDUMP_RETAINED_MAX_OBJECTS 4000000
 #define HEAPDUMP_SUMMARY_PATHS 10
+/* Types a summary lists by retained bytes. */
+#define HEAPDUMP_RETAINED_TYPES 30
 
 /* The keys of the summary, named here once: heapdump_json writes them, and
  * `show` and `report` read them (the "heap" of a dump's context,
@@ -38,6 +44,7 @@
 #define HEAPDUMP_KEY_WALK_MS "walk_ms"       /* of which the walk */
 #define HEAPDUMP_KEY_ELAPSED_MS "elapsed_ms" /* the whole snapshot, the session included */
 #define HEAPDUMP_KEY_STREAM_BYTES "stream_bytes"
+#define HEAPDUMP_KEY_RETAINED "retained" /* retained_json: computed or why not, the types that retain the most */
 #define HEAPDUMP_KEY_RUNTIME_HEAP_BYTES "runtime_heap_bytes" /* what GCHeapStats said the heap holds */
 #define HEAPDUMP_KEY_COMPLETE "complete" /* false: the runtime dropped events of the walk */
 #define HEAPDUMP_KEY_GENERATIONS "generations"
@@ -52,6 +59,7 @@
 #define HEAPDUMP_KEY_TYPE_TYPE "type"
 #define HEAPDUMP_KEY_TYPE_BYTES "bytes"
 #define HEAPDUMP_KEY_TYPE_OBJECTS "objects"
+#define HEAPDUMP_KEY_TYPE_RETAINED_BYTES "retained_bytes" /* when the retained sizes were computed */
 #define HEAPDUMP_KEY_TYPE_GENERATIONS "generations" /* HEAPDUMP_GEN_* -> bytes, the nonzero ones */
 #define HEAPDUMP_KEY_TYPE_GENERATION_OBJECTS "generation_objects" /* HEAPDUMP_GEN_* -> objects, the same ones */
 
@@ -87,7 +95,9 @@
 
 /* The summary as JSON: totals, generations, the top max_types types (and
  * "other_types" for the rest), the retention paths, what was cut, the
- * target's pause. Names from the target are JSON strings (json-c escapes
+ * target's pause; when heapsum_retained was run, each type's
+ * "retained_bytes" and "retained": the HEAPDUMP_RETAINED_TYPES types that
+ * retain the most, or why that was not computed. Names from the target are JSON strings (json-c escapes
  * them); readers escape them again where they print. NULL when out of
  * memory. */
 struct json_object *heapdump_json(pid_t pid, const struct heapsnap *snap, const struct heapsum *s, size_t max_types);
