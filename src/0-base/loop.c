@@ -327,7 +327,6 @@ int loop_run(struct loop *l)
 {
 	struct epoll_event evs[LOOP_BATCH];
 
-	l->stop = 0;
 	while (!l->stop) {
 		program(l);
 		int n = epoll_wait(l->epfd, evs, LOOP_BATCH, -1);
@@ -350,6 +349,7 @@ int loop_run(struct loop *l)
 		}
 		reap(l);
 	}
+	l->stop = 0;
 	return 0;
 }
 

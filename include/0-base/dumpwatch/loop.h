@@ -47,7 +47,10 @@ typedef void (*loop_signal_fn)(struct loop *l, int signo, void *ctx);
  * go away are errors of the write, not a death). 0 or -errno. */
 int loop_add_signals(struct loop *l, const int *signals, size_t n, loop_signal_fn fn, void *ctx);
 
-/* Runs until loop_stop. Returns 0 or -errno on an epoll failure. */
+/* Runs until loop_stop, called from a callback or before: a stop asked for
+ * while setting up (a target that failed at once) ends the next run as soon
+ * as it starts. Each stop ends one run. Returns 0 or -errno on an epoll
+ * failure. */
 int loop_run(struct loop *l);
 void loop_stop(struct loop *l);
 
