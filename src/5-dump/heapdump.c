@@ -108,9 +108,11 @@ struct json_object *heapdump_json(pid_t pid, const struct heapsnap *snap, const 
 	json_object_object_add(o, HEAPDUMP_KEY_BYTES, u64(s->total_bytes));
 	json_object_object_add(o, HEAPDUMP_KEY_OBJECTS, u64(s->total_count));
 	json_object_object_add(o, HEAPDUMP_KEY_REFERENCES, u64(hg_n_edges(g)));
-	json_object_object_add(o, HEAPDUMP_KEY_ROOTS, u64(hg_n_roots(g)));
-	json_object_object_add(o, HEAPDUMP_KEY_UNREACHABLE_BYTES, u64(s->unreachable_bytes));
-	json_object_object_add(o, HEAPDUMP_KEY_UNREACHABLE_OBJECTS, u64(s->unreachable_count));
+	if (!hg_is_histogram(g)) { /* a histogram keeps no roots */
+		json_object_object_add(o, HEAPDUMP_KEY_ROOTS, u64(hg_n_roots(g)));
+		json_object_object_add(o, HEAPDUMP_KEY_UNREACHABLE_BYTES, u64(s->unreachable_bytes));
+		json_object_object_add(o, HEAPDUMP_KEY_UNREACHABLE_OBJECTS, u64(s->unreachable_count));
+	}
 	json_object_object_add(o, HEAPDUMP_KEY_GC, u64(hg_gc_count(g)));
 	json_object_object_add(o, HEAPDUMP_KEY_PAUSE_MS, ms(snap->pause_ns));
 	json_object_object_add(o, HEAPDUMP_KEY_WALK_MS, ms(snap->walk_ns));
