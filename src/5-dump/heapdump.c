@@ -175,6 +175,8 @@ struct json_object *heapdump_json(pid_t pid, const struct heapsnap *snap, const 
 	json_object_object_add(c, HEAPDUMP_KEY_CUT_LOST_BATCHES, u64(cut->lost_batches));
 	json_object_object_add(c, HEAPDUMP_KEY_CUT_UNRESOLVED_REFERENCES, u64(cut->unresolved_edges));
 	json_object_object_add(c, HEAPDUMP_KEY_CUT_UNRESOLVED_ROOTS, u64(cut->unresolved_roots));
+	if (hg_is_histogram(g))
+		json_object_object_add(c, HEAPDUMP_KEY_CUT_UNPLACED, u64(cut->unplaced));
 	json_object_object_add(o, HEAPDUMP_KEY_CUT, c);
 	return o;
 }
