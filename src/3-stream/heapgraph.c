@@ -65,8 +65,9 @@
 #define NAME_MAX_BYTES 2048
 #define NAME_MAX_UNITS 65535
 #define MAX_RANGES 1048576
-/* A histogram's (type, MiB) counters: 48 bytes each, at most twice that in the table. */
-#define MAX_CELLS 4194304
+/* A histogram's (type, MiB) counters: 48 bytes each, in a table at most half
+ * full: 100 MB at most. Past them, objects are counted in no MiB (unplaced). */
+#define MAX_CELLS 1048576
 
 __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
