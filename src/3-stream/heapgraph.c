@@ -65,6 +65,9 @@
 #define NAME_MAX_BYTES 2048
 #define NAME_MAX_UNITS 65535
 #define MAX_RANGES 1048576
+/* A histogram's (type, MiB) counters: 48 bytes each, in a table at most half
+ * full: 100 MB at most. Past them, objects are counted in no MiB (unplaced). */
+#define MAX_CELLS 1048576
 
 __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -178,6 +181,20 @@ struct heapgraph *hg_new(const struct hg_limits *lim)
 	return g;
 }
 
+struct heapgraph *hg_new_histogram(const struct hg_limits *lim)
+{
+	struct heapgraph *g = hg_new(lim);
+
+	if (g)
+		g->histogram = 1;
+	return g;
+}
+
+int hg_is_histogram(const struct heapgraph *g)
+{
+	return g->histogram;
+}
+
 void hg_free(struct heapgraph *g)
 {
 	if (!g)
@@ -193,6 +210,8 @@ void hg_free(struct heapgraph *g)
 	free(g->roots);
 	free(g->root_addr);
 	free(g->ranges);
+	free(g->cells);
+	free(g->tallies);
 	free(g);
 }
 
@@ -377,7 +396,7 @@ static int bulk_type(struct heapgraph *g, const uint8_t *p, size_t len, char *er
 static int add_root(struct heapgraph *g, uint64_t addr, uint8_t kind, uint32_t flags, uint64_t id, uint32_t owner_type,
                     char *name)
 {
-	if (addr == 0) { /* a root that holds nothing (a cleared handle) */
+	if (addr == 0 || g->histogram) { /* a root that holds nothing (a cleared handle), or no graph */
 		free(name);
 		return 0;
 	}
@@ -449,6 +468,63 @@ static int bulk_root_cwt(struct heapgraph *g, const uint8_t *p, size_t len, int 
 	return 1;
 }
 
+/* ---- a histogram's cells ---- */
+
+static size_t cell_slot(uint32_t type, uint64_t mib, size_t cap)
+{
+	return (size_t)(((mib * 0x9E3779B97F4A7C15ULL) ^ (type * 0xC2B2AE3D27D4EB4FULL)) >> 17) & (cap - 1);
+}
+
+static struct cell *cell_find(struct cell *v, size_t cap, uint32_t type, uint64_t mib)
+{
+	size_t s = cell_slot(type, mib, cap);
+	while (v[s].count && (v[s].type != type || v[s].mib != mib))
+		s = (s + 1) & (cap - 1);
+	return &v[s];
+}
+
+static int cells_rehash(struct heapgraph *g)
+{
+	size_t cap = g->cap_cells ? g->cap_cells * 2 : 4096;
+	struct cell *v = calloc(cap, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->cap_cells; i++)
+		if (g->cells[i].count)
+			*cell_find(v, cap, g->cells[i].type, g->cells[i].mib) = g->cells[i];
+	free(g->cells);
+	g->cells = v;
+	g->cap_cells = cap;
+	return 0;
+}
+
+/* Counts one object in its cell. Past MAX_CELLS cells, a new (type, MiB)
+ * goes to the type's cell of no MiB, whose generation is unknown. */
+static int cell_add(struct heapgraph *g, uint32_t type, uint64_t addr, uint64_t size)
+{
+	uint64_t mib = addr >> 20;
+
+	if ((g->n_cells + 1) * 2 > g->cap_cells && cells_rehash(g) < 0)
+		return -ENOMEM;
+	struct cell *c = cell_find(g->cells, g->cap_cells, type, mib);
+	if (!c->count && g->n_cells >= MAX_CELLS) {
+		mib = CELL_NO_MIB;
+		c = cell_find(g->cells, g->cap_cells, type, mib);
+	}
+	if (!c->count) {
+		*c = (struct cell){.mib = mib, .type = type, .lo = addr, .hi = addr};
+		g->n_cells++;
+	}
+	c->count++;
+	c->bytes += size;
+	if (addr < c->lo)
+		c->lo = addr;
+	if (addr > c->hi)
+		c->hi = addr;
+	return 0;
+}
+
 static int bulk_node(struct heapgraph *g, const uint8_t *p, size_t len, int ps, char *err, size_t errlen)
 {
 	size_t sz = (size_t)ps + 24;
@@ -465,6 +541,16 @@ static int bulk_node(struct heapgraph *g, const uint8_t *p, size_t len, int ps, 
 		if (n_edges > UINT32_MAX)
 			return bad(err, errlen, "GCBulkNode: node %lld of %lld declares %llu references", (long long)k,
 			           (long long)count, (unsigned long long)n_edges);
+		if (g->histogram) {
+			uint64_t tid = rd64(v + ps + 8), size = rd64(v + ps);
+			int e = 0;
+			uint32_t t = tid ? type_intern(g, tid, &e) : HG_NONE;
+			if (e < 0 || (e = cell_add(g, t, rdptr(v, ps), size)) < 0)
+				return e;
+			g->walk_bytes += size;
+			g->declared_edges += n_edges;
+			continue;
+		}
 		if (g->n_nodes >= g->lim.max_nodes) {
 			/* Its edges still arrive: they are cut at hg_finish, past
 			 * the last node kept. */
@@ -479,6 +565,7 @@ static int bulk_node(struct heapgraph *g, const uint8_t *p, size_t len, int ps, 
 		if (e < 0)
 			return e;
 		uint64_t first = g->declared_edges;
+		g->walk_bytes += rd64(v + ps);
 		g->nodes[g->n_nodes++] = (struct hg_node){
 		    .addr = rdptr(v, ps),
 		    .size = rd64(v + ps),
@@ -502,6 +589,10 @@ static int bulk_edge(struct heapgraph *g, const uint8_t *p, size_t len, int ps, 
 	if (index != g->next_edge_index)
 		g->cut.lost_batches++;
 	g->next_edge_index = index + 1;
+	if (g->histogram) { /* counted, not kept */
+		g->n_edges += (size_t)count;
+		return 1;
+	}
 	size_t keep = (size_t)count;
 	if (g->n_edges + keep > g->lim.max_edges) {
 		keep = (size_t)(g->lim.max_edges - g->n_edges);

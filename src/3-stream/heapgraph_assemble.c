@@ -130,11 +130,52 @@ static uint8_t place(const struct range *r, size_t n, uint64_t addr)
 	return r[lo - 1].gen;
 }
 
+/* Generations: the ranges the runtime gave during the walk, or all when
+ * none came then, sorted by start, at the front of g->ranges. Their count. */
+static size_t select_ranges(struct heapgraph *g)
+{
+	size_t n = 0;
+	int any_walk = 0;
+	for (size_t i = 0; i < g->n_ranges; i++)
+		any_walk |= g->ranges[i].in_walk;
+	for (size_t i = 0; i < g->n_ranges; i++)
+		if (!any_walk || g->ranges[i].in_walk)
+			g->ranges[n++] = g->ranges[i];
+	if (n)
+		qsort(g->ranges, n, sizeof(*g->ranges), cmp_range);
+	return n;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* How many of the sorted v[n] are at most x. */
+static size_t count_le(const uint64_t *v, size_t n, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid] <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int name_types(struct heapgraph *g);
+static int finish_histogram(struct heapgraph *g);
+
 int hg_finish(struct heapgraph *g)
 {
 	if (g->finished)
 		return 0;
 	g->finished = 1;
+	if (g->histogram)
+		return finish_histogram(g);
 
 	/* Each node's edges, as far as they arrived; the rest is cut. Edges
 	 * past the last kept node's belong to nodes the limit dropped, or to
@@ -190,21 +231,56 @@ int hg_finish(struct heapgraph *g)
 	free(g->root_addr);
 	g->root_addr = NULL;
 
-	/* Generations: the ranges the runtime gave during the walk, or all
-	 * when none came then. */
-	size_t n = 0;
-	int any_walk = 0;
-	for (size_t i = 0; i < g->n_ranges; i++)
-		any_walk |= g->ranges[i].in_walk;
-	for (size_t i = 0; i < g->n_ranges; i++)
-		if (!any_walk || g->ranges[i].in_walk)
-			g->ranges[n++] = g->ranges[i];
-	if (n)
-		qsort(g->ranges, n, sizeof(*g->ranges), cmp_range);
+	size_t n = select_ranges(g);
 	for (size_t i = 0; i < g->n_nodes; i++)
 		g->nodes[i].gen = place(g->ranges, n, g->nodes[i].addr);
+	return name_types(g);
+}
 
-	/* Types no GCBulkType named get a made-up name. */
+/* A histogram's cells folded into a row a type: each cell's objects in the
+ * generation of the range they lie in, when no range begins or ends between
+ * its lowest and its highest object (place() is the same for all of them). */
+static int finish_histogram(struct heapgraph *g)
+{
+	size_t n = select_ranges(g), nb = 0;
+	uint64_t *bounds = malloc((2 * n + 1) * sizeof(*bounds));
+
+	g->tallies = calloc(g->n_types + 1, sizeof(*g->tallies));
+	if (!bounds || !g->tallies) {
+		free(bounds);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bounds[nb++] = g->ranges[i].start;
+		bounds[nb++] = g->ranges[i].end;
+	}
+	if (nb)
+		qsort(bounds, nb, sizeof(*bounds), cmp_u64);
+	for (size_t i = 0; i < g->cap_cells; i++) {
+		const struct cell *c = &g->cells[i];
+		if (!c->count)
+			continue;
+		uint8_t gen = HG_GEN_UNKNOWN;
+		if (c->mib != CELL_NO_MIB && count_le(bounds, nb, c->lo) == count_le(bounds, nb, c->hi))
+			gen = place(g->ranges, n, c->lo);
+		else
+			g->cut.unplaced += c->count;
+		struct hg_tally *t = &g->tallies[c->type < g->n_types ? c->type : g->n_types];
+		t->count += c->count;
+		t->bytes += c->bytes;
+		t->gen_count[gen] += c->count;
+		t->gen_bytes[gen] += c->bytes;
+	}
+	free(bounds);
+	free(g->cells);
+	g->cells = NULL;
+	g->cap_cells = g->n_cells = 0;
+	return name_types(g);
+}
+
+/* Types no GCBulkType named get a made-up name. */
+static int name_types(struct heapgraph *g)
+{
 	for (size_t i = 0; i < g->n_types; i++) {
 		if (g->types[i].name)
 			continue;
@@ -287,6 +363,16 @@ int hg_walk_span(const struct heapgraph *g, int64_t *ret_begin, int64_t *ret_end
 	*ret_begin = g->walk_begin;
 	*ret_end = g->walk_end;
 	return 0;
+}
+
+const struct hg_tally *hg_tally(const struct heapgraph *g, size_t t)
+{
+	return g->tallies && t <= g->n_types ? &g->tallies[t] : NULL;
+}
+
+uint64_t hg_walk_bytes(const struct heapgraph *g)
+{
+	return g->walk_bytes;
 }
 
 uint64_t hg_reported_bytes(const struct heapgraph *g)

@@ -23,8 +23,24 @@ struct seq {
 	uint64_t last;
 };
 
+/* A histogram's counter: the objects of one type in one MiB of the heap,
+ * and the lowest and highest address among them. count 0: a free slot. */
+struct cell {
+	uint64_t mib; /* address >> 20 */
+	uint32_t type;
+	uint64_t count, bytes, lo, hi;
+};
+
+/* The MiB of the objects counted once the cell table is full. */
+#define CELL_NO_MIB UINT64_MAX
+
 struct heapgraph {
 	struct hg_limits lim;
+	int histogram;
+	struct cell *cells; /* open addressing on (type, mib) */
+	size_t n_cells, cap_cells;
+	struct hg_tally *tallies; /* after hg_finish: n_types + 1 */
+	uint64_t walk_bytes;
 	struct seq seqs[SEQ_THREADS];
 	size_t n_seqs;
 	struct hg_cut cut;

@@ -102,7 +102,7 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 	static uint8_t buf[1 << 16];
 
 	memset(out, 0, sizeof(*out));
-	c.g = hg_new(opts ? opts->limits : NULL);
+	c.g = opts && opts->histogram ? hg_new_histogram(opts->limits) : hg_new(opts ? opts->limits : NULL);
 	nettrace_parser *p = nettrace_new(&cb, NULL);
 	if (!c.g || !p) {
 		r = -ENOMEM;
@@ -199,8 +199,7 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 		out->pause_ns = nettrace_qpc_to_ns(&c.info, e) - nettrace_qpc_to_ns(&c.info, b);
 	if (hg_walk_span(c.g, &b, &e) == 0)
 		out->walk_ns = nettrace_qpc_to_ns(&c.info, e) - nettrace_qpc_to_ns(&c.info, b);
-	for (size_t i = 0; i < hg_n_nodes(c.g); i++)
-		out->walk_bytes += hg_node(c.g, i)->size;
+	out->walk_bytes = hg_walk_bytes(c.g);
 	const struct hg_cut *cut = hg_cut(c.g);
 	uint64_t reported = hg_reported_bytes(c.g);
 	out->complete = !cut->lost_events && !cut->lost_batches && !cut->nodes &&

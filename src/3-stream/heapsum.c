@@ -241,7 +241,23 @@ int heapsum_build(const struct heapgraph *g, size_t top_paths, struct heapsum **
 	if (!s || !by_type || !path || !queue)
 		goto oom;
 
-	/* The histogram. */
+	/* The histogram: a histogram graph's rows, or the nodes counted. */
+	for (size_t i = 0; hg_is_histogram(g) && i <= nt; i++) {
+		const struct hg_tally *ta = hg_tally(g, i);
+		if (!ta)
+			break;
+		struct hs_row *r = &by_type[i];
+		r->count = ta->count;
+		r->bytes = ta->bytes;
+		memcpy(r->gen_count, ta->gen_count, sizeof(r->gen_count));
+		memcpy(r->gen_bytes, ta->gen_bytes, sizeof(r->gen_bytes));
+		for (int k = 0; k < HG_N_GENS; k++) {
+			s->gen_count[k] += ta->gen_count[k];
+			s->gen_bytes[k] += ta->gen_bytes[k];
+		}
+		s->total_count += ta->count;
+		s->total_bytes += ta->bytes;
+	}
 	for (size_t i = 0; i < nn; i++) {
 		const struct hg_node *n = hg_node(g, i);
 		struct hs_row *r = &by_type[n->type < nt ? n->type : nt];

@@ -108,9 +108,11 @@ struct json_object *heapdump_json(pid_t pid, const struct heapsnap *snap, const 
 	json_object_object_add(o, HEAPDUMP_KEY_BYTES, u64(s->total_bytes));
 	json_object_object_add(o, HEAPDUMP_KEY_OBJECTS, u64(s->total_count));
 	json_object_object_add(o, HEAPDUMP_KEY_REFERENCES, u64(hg_n_edges(g)));
-	json_object_object_add(o, HEAPDUMP_KEY_ROOTS, u64(hg_n_roots(g)));
-	json_object_object_add(o, HEAPDUMP_KEY_UNREACHABLE_BYTES, u64(s->unreachable_bytes));
-	json_object_object_add(o, HEAPDUMP_KEY_UNREACHABLE_OBJECTS, u64(s->unreachable_count));
+	if (!hg_is_histogram(g)) { /* a histogram keeps no roots */
+		json_object_object_add(o, HEAPDUMP_KEY_ROOTS, u64(hg_n_roots(g)));
+		json_object_object_add(o, HEAPDUMP_KEY_UNREACHABLE_BYTES, u64(s->unreachable_bytes));
+		json_object_object_add(o, HEAPDUMP_KEY_UNREACHABLE_OBJECTS, u64(s->unreachable_count));
+	}
 	json_object_object_add(o, HEAPDUMP_KEY_GC, u64(hg_gc_count(g)));
 	json_object_object_add(o, HEAPDUMP_KEY_PAUSE_MS, ms(snap->pause_ns));
 	json_object_object_add(o, HEAPDUMP_KEY_WALK_MS, ms(snap->walk_ns));
@@ -173,6 +175,8 @@ struct json_object *heapdump_json(pid_t pid, const struct heapsnap *snap, const 
 	json_object_object_add(c, HEAPDUMP_KEY_CUT_LOST_BATCHES, u64(cut->lost_batches));
 	json_object_object_add(c, HEAPDUMP_KEY_CUT_UNRESOLVED_REFERENCES, u64(cut->unresolved_edges));
 	json_object_object_add(c, HEAPDUMP_KEY_CUT_UNRESOLVED_ROOTS, u64(cut->unresolved_roots));
+	if (hg_is_histogram(g))
+		json_object_object_add(c, HEAPDUMP_KEY_CUT_UNPLACED, u64(cut->unplaced));
 	json_object_object_add(o, HEAPDUMP_KEY_CUT, c);
 	return o;
 }

@@ -44,6 +44,7 @@ static void help(FILE *f)
 	      f);
 	cli_help_option(f, "--pid PID", "the process (or PID as the operand)");
 	cli_help_option(f, "--json", "one JSON object instead of the tables");
+	cli_help_option(f, "--types", "the objects by type and generation only, counted as they come: no graph kept");
 	cli_help_option(f, "--paths N", "retention paths of the N types of most bytes (default %d)", DEFAULT_PATHS);
 	cli_help_option(f, "--no-retained", "leave out retained sizes (the dominator tree: seconds for 10 M objects)");
 	cli_help_option(f, "--timeout D", "give up when the walk has not ended after D (default 2m)");
@@ -169,6 +170,9 @@ static void print_text(FILE *f, const struct heapsnap *snap, const struct heapsu
 	if (s->unreachable_count)
 		fprintf(f, "\n%s bytes in %s objects were reached from no root the runtime reported\n",
 		        grouped(s->unreachable_bytes, a, sizeof(a)), grouped(s->unreachable_count, b, sizeof(b)));
+	if (cut->unplaced)
+		fprintf(f, "\n%s objects were counted in no generation: a generation boundary lies among them\n",
+		        grouped(cut->unplaced, a, sizeof(a)));
 	if (cut->nodes || cut->edges || cut->types || cut->roots || cut->names)
 		fprintf(f,
 		        "\ncut: %llu objects, %llu references, %llu types, %llu roots past the limits, %llu types "
@@ -217,6 +221,7 @@ static int run(int argc, char **argv)
 {
 	static const struct option opts[] = {{"pid", required_argument, NULL, 'p'},
 	                                     {"json", no_argument, NULL, 'j'},
+	                                     {"types", no_argument, NULL, 'T'},
 	                                     {"paths", required_argument, NULL, 'n'},
 	                                     {"no-retained", no_argument, NULL, 'R'},
 	                                     {"timeout", required_argument, NULL, 't'},
@@ -226,7 +231,7 @@ static int run(int argc, char **argv)
 	                                     {"help", no_argument, NULL, 'h'},
 	                                     {NULL, 0, NULL, 0}};
 	pid_t pid = 0;
-	int json = 0, retained = 1, c;
+	int json = 0, retained = 1, types_only = 0, c;
 	long n_paths = DEFAULT_PATHS, buffer_mb = HEAPSNAP_BUFFER_MB;
 	int64_t timeout = DEFAULT_TIMEOUT_NS;
 	const char *save = NULL, *gcdump = NULL;
@@ -247,6 +252,9 @@ static int run(int argc, char **argv)
 			break;
 		case 'R':
 			retained = 0;
+			break;
+		case 'T':
+			types_only = 1;
 			break;
 		case 'n':
 			if (cli_count_option("--paths", optarg, 1000, &n_paths) < 0)
@@ -281,6 +289,12 @@ static int run(int argc, char **argv)
 		log_error("heap needs one process: dumpwatch heap PID");
 		return DW_EXIT_USAGE;
 	}
+	if (types_only && gcdump) {
+		log_error("--types keeps no graph, a .gcdump needs one: use --gcdump without --types");
+		return DW_EXIT_USAGE;
+	}
+	if (types_only)
+		retained = 0;
 
 	struct dn_target t;
 	if (discovery_find(pid, &t, err, sizeof(err)) < 0) {
@@ -288,7 +302,8 @@ static int run(int argc, char **argv)
 		return DW_EXIT_TARGET;
 	}
 	const struct ipc_endpoint ep = discovery_endpoint(&t);
-	struct heapsnap_opts o = {.timeout_ns = timeout, .buffer_mb = (uint32_t)buffer_mb, .save_fd = -1};
+	struct heapsnap_opts o = {
+	    .timeout_ns = timeout, .buffer_mb = (uint32_t)buffer_mb, .save_fd = -1, .histogram = types_only};
 	if (save) {
 		o.save_fd = open(save, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 		if (o.save_fd < 0) {
@@ -344,7 +359,7 @@ static int run(int argc, char **argv)
 const struct cmd cmd_heap = {
     .name = "heap",
     .run = run,
-    .synopsis = "heap [--json] [--paths N] [--no-retained] [--timeout D] [--buffer MB] [--save-trace FILE] [--gcdump FILE] "
-                "PID",
+    .synopsis = "heap [--json] [--types] [--paths N] [--no-retained] [--timeout D] [--buffer MB] [--save-trace FILE] "
+                "[--gcdump FILE] PID",
     .summary = "a heap snapshot of PID: objects by type and generation, and what holds them",
 };

@@ -8,6 +8,8 @@
 # (below 10 M objects: above that, dotnet-gcdump writes a sampled graph).
 # Then, RUNS times in turn, after one warm-up of each not counted:
 #   - dumpwatch: `dumpwatch heap PID` (the table) under /usr/bin/time;
+#   - dumpwatch --types: `dumpwatch heap --types PID` (the histogram alone,
+#     no graph kept) under /usr/bin/time;
 #   - dotnet-gcdump: `collect -p PID -o F`, then `report F`, each under
 #     /usr/bin/time: the wall time to the histogram is their sum, the peak
 #     resident set is given for each;
@@ -84,10 +86,11 @@ for size in "${sizes[@]}"; do
 	"$build/dumpwatch" gc --pid "$ap" --format json >"$t/gc.jsonl" 2>"$t/gc.err" &
 	gp=$!
 	pids+=("$gp")
-	until grep -q following "$t/gc.err"; do sleep 0.05; done
+	until grep -qs following "$t/gc.err"; do sleep 0.05; done
 	sleep 0.5 # its session is running once the runtime has answered
 	: >"$t/dw.txt"
 	: >"$t/gd.txt"
+	: >"$t/ty.txt"
 	for i in $(seq 0 "$runs"); do
 		read -r p0 g0 < <(info_pause)
 		n0=$(wc -l <"$t/gc.jsonl")
@@ -95,6 +98,9 @@ for size in "${sizes[@]}"; do
 		dw_pause=$(gc_pause "$n0")
 		read -r p1 g1 < <(info_pause)
 		dw_self=$(sed -n 's/^the target was paused \([0-9.]*\) ms.*/\1/p' "$t/dw.out")
+		n2=$(wc -l <"$t/gc.jsonl")
+		read -r ty_s ty_kb < <(timed "$t/ty.out" "$build/dumpwatch" heap --types "$ap")
+		ty_pause=$(gc_pause "$n2")
 		rm -f "$t/app.gcdump"
 		n1=$(wc -l <"$t/gc.jsonl")
 		read -r c_s c_kb < <(timed "$t/collect.out" "$gcdump" collect -p "$ap" -o "$t/app.gcdump")
@@ -102,6 +108,7 @@ for size in "${sizes[@]}"; do
 		read -r p2 g2 < <(info_pause)
 		read -r r_s r_kb < <(timed "$t/report.out" "$gcdump" report "$t/app.gcdump")
 		((i > 0)) || continue
+		echo "$ty_s $((ty_kb / 1024)) $ty_pause" >>"$t/ty.txt"
 		echo "$dw_s $((dw_kb / 1024)) $dw_pause ${dw_self:-nan} $(awk -v a="$p0" -v b="$p1" 'BEGIN { print b - a }') $((g1 - g0))" >>"$t/dw.txt"
 		echo "$(awk -v a="$c_s" -v b="$r_s" 'BEGIN { print a + b }') $c_s $r_s $((c_kb / 1024)) $((r_kb / 1024)) $gd_pause $(awk -v a="$p1" -v b="$p2" 'BEGIN { print b - a }') $((g2 - g1))" >>"$t/gd.txt"
 	done
@@ -109,6 +116,7 @@ for size in "${sizes[@]}"; do
 	echo "  dumpwatch heap:       wall $(col "$t/dw.txt" 1) s, peak RSS $(col "$t/dw.txt" 2) MB"
 	echo "                        target's pause $(col "$t/dw.txt" 3) ms (gc view), $(col "$t/dw.txt" 4) ms (as dumpwatch heap reports it)"
 	echo "                        GC.GetTotalPauseDuration() grew $(col "$t/dw.txt" 5) ms; gen2 GCs per snapshot: $(col "$t/dw.txt" 6)"
+	echo "  dumpwatch heap --types: wall $(col "$t/ty.txt" 1) s, peak RSS $(col "$t/ty.txt" 2) MB, target's pause $(col "$t/ty.txt" 3) ms"
 	echo "  dotnet-gcdump:        wall $(col "$t/gd.txt" 1) s (collect $(col "$t/gd.txt" 2) s + report $(col "$t/gd.txt" 3) s)"
 	echo "                        peak RSS: collect $(col "$t/gd.txt" 4) MB, report $(col "$t/gd.txt" 5) MB"
 	echo "                        target's pause $(col "$t/gd.txt" 6) ms (gc view)"
@@ -116,12 +124,18 @@ for size in "${sizes[@]}"; do
 	paste "$t/dw.txt" "$t/gd.txt" | awk '{ print $7 / $1 }' >"$t/ratio_wall"
 	paste "$t/dw.txt" "$t/gd.txt" | awk '{ print $10 / $2 }' >"$t/ratio_rss"
 	echo "  dotnet-gcdump ÷ dumpwatch, run by run: wall $(stats <"$t/ratio_wall")×, peak RSS (collect's) $(stats <"$t/ratio_rss")×"
+	paste "$t/ty.txt" "$t/gd.txt" | awk '{ print $4 / $1 }' >"$t/ratio_wall"
+	paste "$t/ty.txt" "$t/gd.txt" | awk '{ print $7 / $2 }' >"$t/ratio_rss"
+	echo "  dotnet-gcdump ÷ dumpwatch --types, run by run: wall $(stats <"$t/ratio_wall")×, peak RSS (collect's) $(stats <"$t/ratio_rss")×"
 
 	"$build/dumpwatch" heap --json "$ap" >"$t/heap.json"
 	jq -r '"  dumpwatch heap --json: \(.objects) objects, \(.bytes) bytes, \(.references) references, \(.roots) roots; " +
 		"pause \(.pause_ms * 10 | floor / 10) ms, walk \(.walk_ms * 10 | floor / 10) ms, elapsed \(.elapsed_ms | floor) ms, " +
 		"stream \(.stream_bytes / 1e6 | floor) MB\n  cut: \(.cut | to_entries | map("\(.key) \(.value)") | join(", "))"' "$t/heap.json"
 	jq -r '.types[:3][] | "    \(.objects) \(.type) \(.bytes) bytes"' "$t/heap.json"
+	"$build/dumpwatch" heap --types --json "$ap" >"$t/types.json"
+	jq -r '"  dumpwatch heap --types --json: \(.objects) objects, \(.bytes) bytes, \(.references) references; " +
+		"elapsed \(.elapsed_ms | floor) ms, stream \(.stream_bytes / 1e6 | floor) MB, complete \(.complete)"' "$t/types.json"
 	awk '/GC Heap bytes$/ { b = $1 } /GC Heap objects$/ { o = $1 } END { print "  dotnet-gcdump report: " o " objects, " b " bytes" }' "$t/report.out"
 	kill "$gp"
 	wait "$gp" 2>/dev/null || true

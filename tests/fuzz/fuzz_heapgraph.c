@@ -7,8 +7,9 @@
  *    then records of one byte choosing the event (and its version when the
  *    top bit is set: 1), a u16 length and the payload, so that mutations hit
  *    the payloads directly.
- * Small limits make the cutting paths run. After the input, hg_finish,
- * every accessor and heapsum_build. */
+ * Small limits make the cutting paths run. Every event goes to a graph and
+ * to a histogram (hg_new_histogram). After the input, hg_finish, every
+ * accessor and heapsum_build, for both. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ static const uint32_t ids[] = {1,
                                HG_EV_BULK_ROOT_STATIC_VAR};
 
 struct ctx {
-	struct heapgraph *g;
+	struct heapgraph *g, *h;
 	int ps;
 };
 
@@ -49,6 +50,7 @@ static void on_event(void *c, const struct nettrace_event *ev)
 	struct ctx *x = c;
 	char err[256];
 	hg_feed(x->g, ev, x->ps, err, sizeof(err));
+	hg_feed(x->h, ev, x->ps, err, sizeof(err));
 }
 
 static void walk(struct heapgraph *g)
@@ -73,6 +75,13 @@ static void walk(struct heapgraph *g)
 		if (r->owner_type != HG_NONE)
 			sink += strlen(hg_type(g, r->owner_type)->name);
 	}
+	for (size_t t = 0; hg_is_histogram(g) && t <= hg_n_types(g); t++) {
+		const struct hg_tally *ta = hg_tally(g, t);
+		sink += ta->count + ta->bytes + ta->gen_count[HG_GEN_UNKNOWN];
+		if (t < hg_n_types(g))
+			sink += strlen(hg_type(g, t)->name);
+	}
+	sink += hg_walk_bytes(g);
 	struct heapsum *s;
 	if (heapsum_build(g, 8, &s) == 0) {
 		for (size_t i = 0; i < s->n_paths; i++)
@@ -88,10 +97,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct hg_limits lim = {
 	    .max_nodes = 5000, .max_edges = 5000, .max_types = 500, .max_roots = 500, .max_name_bytes = 65536};
-	struct ctx x = {.g = hg_new(&lim), .ps = 8};
+	struct ctx x = {.g = hg_new(&lim), .h = hg_new_histogram(&lim), .ps = 8};
 
-	if (!x.g)
+	if (!x.g || !x.h) {
+		hg_free(x.g);
+		hg_free(x.h);
 		return 0;
+	}
 	if (size >= 8 && memcmp(data, "Nettrace", 8) == 0) {
 		struct nettrace_callbacks cb = {.ctx = &x, .on_info = on_info, .on_event = on_event};
 		nettrace_parser *p = nettrace_new(&cb, NULL);
@@ -124,11 +136,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			                            .timestamp = (int64_t)off};
 			char err[256];
 			hg_feed(x.g, &ev, ps, err, sizeof(err));
+			hg_feed(x.h, &ev, ps, err, sizeof(err));
 			free(payload);
 			off += len;
 		}
 	}
 	walk(x.g);
+	walk(x.h);
 	hg_free(x.g);
+	hg_free(x.h);
 	return 0;
 }

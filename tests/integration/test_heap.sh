@@ -7,8 +7,10 @@
 # HeapLeaf; the retention path of System.Byte[] runs from the static field
 # s_entries through the List<System.Byte[]> and its array, and that list
 # retains the 400 MiB. The table (without --json) has dotnet-gcdump
-# report's columns, then the types that retain the most. With a session
-# buffer too small for the walk the snapshot is said to be incomplete.
+# report's columns, then the types that retain the most. `heap --types` (a
+# histogram, no graph) gives the same rows and generations for those types,
+# and agrees with dotnet-gcdump report the same way. With a session buffer
+# too small for the walk the snapshot is said to be incomplete, in both modes.
 source "$(dirname "$0")/lib.sh"
 GCDUMP=$(dotnet_tool dotnet-gcdump)
 APP="$DW_APPS_DIR/GcLab/GcLab"
@@ -106,6 +108,36 @@ jq -e '(has("retained") | not) and (.types[0] | has("retained_bytes") | not)' "$
 	fail "--no-retained: $(jq -c '{retained, t: .types[0]}' "$T/heap2.json")"
 echo "pause $(jq .pause_ms "$T/heap.json") ms, $(jq .objects "$T/heap.json") objects"
 
+# --types: the histogram alone, the same numbers.
+"$DUMPWATCH" heap --types --json "$APP_PID" >"$T/types.json" 2>"$T/types.err" || fail "dumpwatch heap --types: $(cat "$T/types.err")"
+"$DUMPWATCH" heap --types "$APP_PID" >"$T/types.txt" 2>"$T/types.err" || fail "dumpwatch heap --types (table): $(cat "$T/types.err")"
+tours() { # TYPE JQ-PATH-UNDER-THE-TYPE
+	jq -r --arg t "$1" ".types[] | select(.type == \$t) | $2" "$T/types.json"
+}
+read -r n b <<<"$(report_type System.Byte[] '\(Bytes > 1M\)')"
+agree "--types: System.Byte[] in the LOH" "$(tours System.Byte[] '.generation_objects.loh')" \
+	"$(tours System.Byte[] '.generations.loh')" "$n" "$b"
+for t in HeapNode HeapLeaf; do
+	read -r n b <<<"$(report_type "$t")"
+	agree "--types: $t" "$(tours "$t" .objects)" "$(tours "$t" .bytes)" "$n" "$b"
+	[ "$(tours "$t" '[.objects, .bytes, .generations] | tojson')" = "$(ours "$t" '[.objects, .bytes, .generations] | tojson')" ] ||
+		fail "--types: $t $(tours "$t" '[.objects, .bytes, .generations] | tojson'), the graph: $(ours "$t" '[.objects, .bytes, .generations] | tojson')"
+done
+[ "$(tours HeapNode .generation_objects.gen2)" -eq 100000 ] || fail "--types: HeapNode not all in gen2: $(tours HeapNode .generations)"
+[ "$(tours System.Byte[] .generation_objects.loh)" = "$(ours System.Byte[] .generation_objects.loh)" ] ||
+	fail "--types: $(tours System.Byte[] .generation_objects.loh) arrays in the LOH, the graph $(ours System.Byte[] .generation_objects.loh)"
+jq -e '.complete == true and .paths == [] and (has("retained") | not) and (has("roots") | not) and .references > 100000 and .cut.unplaced == 0' \
+	"$T/types.json" >/dev/null || fail "--types JSON: $(jq -c '{complete, paths, retained, roots, references, cut}' "$T/types.json")"
+grep_q -E '^ +Object Bytes +Count  Type$' "$T/types.txt" || fail "--types: no table header"
+grep_q -E '^ +[0-9,]+ +100,000  HeapNode$' "$T/types.txt" || fail "--types: no HeapNode row"
+grep_q -E '^ +419,[0-9,]+ +[0-9,]+  loh$' "$T/types.txt" || fail "--types: no LOH line: $(grep -A8 'By generation' "$T/types.txt")"
+! grep -qE 'What holds|Retained by type' "$T/types.txt" || fail "--types printed paths or retained sizes"
+rc=0
+"$DUMPWATCH" heap --types --gcdump "$T/x.gcdump" "$APP_PID" >"$T/tg.out" 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && grep_q -F -- '--types' "$T/tg.out" && [ ! -e "$T/x.gcdump" ] ||
+	fail "heap --types --gcdump: exit $rc, $(cat "$T/tg.out")"
+echo "--types: $(jq .objects "$T/types.json") objects, $(jq .bytes "$T/types.json") bytes"
+
 # A session buffer far too small for the walk: the runtime drops events, and
 # dumpwatch says the snapshot is incomplete (exit status 4) rather than show
 # a part of the heap as the whole.
@@ -117,6 +149,10 @@ if [ -s "$T/small.json" ]; then
 	jq -e '.complete == false' "$T/small.json" >/dev/null || fail "heap --buffer 1 JSON: $(jq -c '{objects, complete}' "$T/small.json")"
 fi
 jq -e '.complete == true' "$T/heap.json" >/dev/null || fail "the full snapshot is not complete"
+rc=0
+"$DUMPWATCH" heap --types --buffer 1 "$APP_PID" >"$T/small.txt" 2>"$T/small.err" || rc=$?
+[ "$rc" -eq 4 ] && grep_q -E 'incomplete|dropped' "$T/small.err" ||
+	fail "heap --types --buffer 1: exit $rc, $(cat "$T/small.err")"
 
 # A process that is gone: a clear error, exit status 2.
 rc=0

@@ -1,7 +1,7 @@
-/* The heap-walk decoders, the graph assembly and the summary: on heap
- * snapshots recorded from .NET 8, 9 and 10 (tests/data/heap-net*.nettrace,
- * GcLab "cache 3 100000 1000"), then on hand-made payloads, malformed ones
- * included. */
+/* The heap-walk decoders, the graph assembly, the histogram and the
+ * summary: on heap snapshots recorded from .NET 8, 9 and 10
+ * (tests/data/heap-net*.nettrace, GcLab "cache 3 100000 1000"), then on
+ * hand-made payloads, malformed ones included. */
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -181,6 +181,66 @@ static void test_recorded(const char *file)
 	}
 	heapsum_free(s);
 	hg_free(r.g);
+}
+
+/* The same recording as a graph and as a histogram: the same rows, type
+ * by type, generation by generation, and the same totals. */
+static void test_histogram_recorded(const char *file)
+{
+	size_t len;
+	uint8_t *b = load(file, &len);
+	CHECK_MSG(b != NULL, "%s missing", file);
+	if (!b)
+		return;
+	struct run full = {.g = hg_new(NULL)}, hist = {.g = hg_new_histogram(NULL)};
+	struct run *runs[2] = {&full, &hist};
+	for (int k = 0; k < 2; k++) {
+		struct nettrace_callbacks cb = {.ctx = runs[k], .on_info = on_info, .on_event = on_event};
+		nettrace_parser *p = nettrace_new(&cb, NULL);
+		CHECK(nettrace_feed(p, b, len) == 0);
+		CHECK(nettrace_finish(p) == 0);
+		nettrace_free(p);
+		CHECK_MSG(runs[k]->errors == 0, "%s: %d payload errors", file, runs[k]->errors);
+		CHECK(hg_finish(runs[k]->g) == 0);
+	}
+	free(b);
+	CHECK(!hg_is_histogram(full.g) && hg_is_histogram(hist.g));
+	CHECK(hg_n_nodes(hist.g) == 0 && hg_n_roots(hist.g) == 0);
+	CHECK(hg_n_nodes(full.g) > 1000);
+	CHECK_MSG(hg_walk_bytes(full.g) == hg_walk_bytes(hist.g) && hg_walk_bytes(hist.g) > 0, "%s: %llu vs %llu", file,
+	          (unsigned long long)hg_walk_bytes(full.g), (unsigned long long)hg_walk_bytes(hist.g));
+	CHECK(hg_n_edges(full.g) == hg_n_edges(hist.g));
+	CHECK(hg_reported_bytes(full.g) == hg_reported_bytes(hist.g));
+	CHECK(hg_cut(hist.g)->unplaced == 0);
+	CHECK(hg_tally(full.g, 0) == NULL && hg_tally(hist.g, hg_n_types(hist.g) + 1) == NULL);
+
+	struct heapsum *sf, *sh;
+	CHECK(heapsum_build(full.g, 5, &sf) == 0);
+	CHECK(heapsum_build(hist.g, 5, &sh) == 0);
+	CHECK(sh->n_paths == 0 && sf->n_paths > 0);
+	CHECK(sf->total_count == hg_n_nodes(full.g) && sh->total_count == sf->total_count);
+	CHECK(sh->total_bytes == sf->total_bytes);
+	CHECK(memcmp(sh->gen_count, sf->gen_count, sizeof(sf->gen_count)) == 0);
+	CHECK(memcmp(sh->gen_bytes, sf->gen_bytes, sizeof(sf->gen_bytes)) == 0);
+	/* Generations were told: most objects are in gen2 after the induced GC
+	 * (some, outside every range the runtime gave, are unknown in both). */
+	CHECK_MSG(sh->gen_count[HG_GEN2] > sh->total_count / 2, "%s: gen2 %llu of %llu", file,
+	          (unsigned long long)sh->gen_count[HG_GEN2], (unsigned long long)sh->total_count);
+	CHECK_MSG(sh->n_rows == sf->n_rows && sh->n_rows > 10, "%s: %zu rows vs %zu", file, sh->n_rows, sf->n_rows);
+	size_t same = 0;
+	for (size_t i = 0; i < sh->n_rows && i < sf->n_rows; i++) {
+		const struct hs_row *x = &sf->rows[i], *y = &sh->rows[i];
+		const struct hg_type *tx = x->type == HG_NONE ? NULL : hg_type(full.g, x->type);
+		const struct hg_type *ty = y->type == HG_NONE ? NULL : hg_type(hist.g, y->type);
+		same += (tx ? ty && strcmp(tx->name, ty->name) == 0 : !ty) && x->count == y->count &&
+		        x->bytes == y->bytes && memcmp(x->gen_count, y->gen_count, sizeof(x->gen_count)) == 0 &&
+		        memcmp(x->gen_bytes, y->gen_bytes, sizeof(x->gen_bytes)) == 0;
+	}
+	CHECK_MSG(same == sf->n_rows, "%s: %zu of %zu rows agree", file, same, sf->n_rows);
+	heapsum_free(sf);
+	heapsum_free(sh);
+	hg_free(full.g);
+	hg_free(hist.g);
 }
 
 /* ---- hand-made payloads ---- */
@@ -531,6 +591,64 @@ static void test_sort(void)
 	}
 }
 
+static void range_event(struct buf *b, uint8_t gen, uint64_t start, uint64_t used)
+{
+	b->n = 0;
+	p8(b, gen);
+	p64(b, start);
+	p64(b, used);
+	p64(b, used);
+	p16(b, 1);
+}
+
+/* A histogram places the objects of a type in a MiB when no generation
+ * boundary lies among them, and counts them unplaced when one does
+ * (segments: gen1 and gen0 in one MiB); the ranges may come after the
+ * objects. */
+static void test_histogram_places(void)
+{
+	struct heapgraph *g = hg_new_histogram(NULL);
+	struct buf b;
+	char err[256];
+
+	hdr(&b, 0, 5);
+	node(&b, 0x10000100, 24, 0xA, 1);  /* gen1 */
+	node(&b, 0x10000200, 24, 0xA, 0);  /* gen1 */
+	node(&b, 0x10080100, 32, 0xA, 0);  /* gen0, with the two above: unplaced */
+	node(&b, 0x10080200, 40, 0xB, 0);  /* gen0 */
+	node(&b, 0x30000000, 90000, 0, 0); /* no type, LOH */
+	CHECK(feed(g, HG_EV_BULK_NODE, 0, &b, 8, err) == 1);
+	hdr(&b, 0, 1);
+	p64(&b, 0x10000200);
+	p32(&b, 0);
+	CHECK(feed(g, HG_EV_BULK_EDGE, 0, &b, 8, err) == 1);
+	type_event(&b, 0xB, "List`1[System.String]");
+	CHECK(feed(g, HG_EV_BULK_TYPE, 0, &b, 8, err) == 1);
+	range_event(&b, 1, 0x10000000, 0x80000);
+	CHECK(feed(g, HG_EV_GENERATION_RANGE, 0, &b, 8, err) == 1);
+	range_event(&b, 0, 0x10080000, 0x80000);
+	CHECK(feed(g, HG_EV_GENERATION_RANGE, 0, &b, 8, err) == 1);
+	range_event(&b, 3, 0x30000000, 0x100000);
+	CHECK(feed(g, HG_EV_GENERATION_RANGE, 0, &b, 8, err) == 1);
+	CHECK(hg_tally(g, 0) == NULL); /* before hg_finish */
+	CHECK(hg_finish(g) == 0);
+	CHECK(hg_n_types(g) == 2 && hg_n_edges(g) == 1 && hg_n_nodes(g) == 0);
+	CHECK(hg_walk_bytes(g) == 24 + 24 + 32 + 40 + 90000);
+	const struct hg_tally *a = hg_tally(g, 0), *t = hg_tally(g, 1), *none = hg_tally(g, 2);
+	CHECK(a && t && none);
+	if (!a || !t || !none) {
+		hg_free(g);
+		return;
+	}
+	CHECK(strcmp(hg_type(g, 0)->name, "Type 0xa") == 0 && strcmp(hg_type(g, 1)->name, "List<System.String>") == 0);
+	CHECK(a->count == 3 && a->bytes == 80 && a->gen_count[HG_GEN_UNKNOWN] == 3 &&
+	      a->gen_bytes[HG_GEN_UNKNOWN] == 80);
+	CHECK(t->count == 1 && t->gen_count[HG_GEN0] == 1 && t->gen_bytes[HG_GEN0] == 40);
+	CHECK(none->count == 1 && none->gen_bytes[HG_LOH] == 90000);
+	CHECK(hg_cut(g)->unplaced == 3);
+	hg_free(g);
+}
+
 static void test_walk_events(void)
 {
 	struct heapgraph *g = hg_new(NULL);
@@ -575,6 +693,10 @@ int main(void)
 	test_recorded("heap-net10.nettrace");
 	test_recorded("heap-net9.nettrace");
 	test_recorded("heap-net8.nettrace");
+	test_histogram_recorded("heap-net10.nettrace");
+	test_histogram_recorded("heap-net9.nettrace");
+	test_histogram_recorded("heap-net8.nettrace");
+	test_histogram_places();
 	test_assembly();
 	test_malformed();
 	test_limits();

@@ -108,6 +108,13 @@ struct hg_cut {
 	uint64_t extra_edges;  /* edges beyond what the nodes declared */
 	uint64_t lost_events;  /* events the runtime dropped (gaps in a thread's sequence numbers): its
 	                        * session buffer filled faster than it was read; the graph lacks them */
+	uint64_t unplaced;     /* histogram: objects whose generation it could not tell (counted as unknown) */
+};
+
+/* A histogram's row: the objects of one type, by generation (enum hg_gen). */
+struct hg_tally {
+	uint64_t count, bytes;
+	uint64_t gen_count[HG_N_GENS], gen_bytes[HG_N_GENS];
 };
 
 struct heapgraph;
@@ -115,6 +122,22 @@ struct heapgraph;
 /* A new, empty graph; lim may be NULL (defaults; a 0 field takes its default). NULL when out of memory. */
 struct heapgraph *hg_new(const struct hg_limits *lim);
 void hg_free(struct heapgraph *g);
+
+/* A histogram only: the same events, decoded the same way, but each object
+ * is only counted, by type and by the MiB of the heap it lies in, and no
+ * node, edge or root is kept, so memory grows with the types and the heap's
+ * size in MiB, not with the objects. The generations come at hg_finish from
+ * the ranges the runtime reports (some only after the walk): the objects of
+ * one type in one MiB get the generation of the range they lie in, or,
+ * when a range boundary falls between them (segments, not regions), an
+ * unknown one (hg_cut()->unplaced). hg_n_nodes and hg_n_roots are 0,
+ * hg_n_edges counts the references that came; hg_tally gives the rows.
+ * max_nodes and max_edges do not apply. NULL when out of memory. */
+struct heapgraph *hg_new_histogram(const struct hg_limits *lim);
+int hg_is_histogram(const struct heapgraph *g);
+/* After hg_finish of a histogram: the objects of type t (t < hg_n_types),
+ * or, for t == hg_n_types, those of no known type. NULL otherwise. */
+const struct hg_tally *hg_tally(const struct heapgraph *g, size_t t);
 
 /* Takes one event. Returns 1 when it was a heap-walk event and was taken, 0
  * when it is not one (any other provider or id), -EBADMSG when its payload is
@@ -155,6 +178,8 @@ int hg_pause(const struct heapgraph *g, int64_t *ret_begin, int64_t *ret_end);
  * objects add up to much less lost events on the way (measured: the walk's
  * objects make 99.7 % to 100.1 % of it when nothing was lost). */
 uint64_t hg_reported_bytes(const struct heapgraph *g);
+/* The objects' sizes added up (those kept, in a graph; all, in a histogram). */
+uint64_t hg_walk_bytes(const struct heapgraph *g);
 /* The induced GC's GCStart and GCEnd timestamps; 0 or -ENODATA. */
 int hg_walk_span(const struct heapgraph *g, int64_t *ret_begin, int64_t *ret_end);
 

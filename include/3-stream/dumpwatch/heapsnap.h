@@ -24,10 +24,11 @@ struct heapsnap_opts {
 	uint32_t buffer_mb;             /* the runtime's session buffer; 0: HEAPSNAP_BUFFER_MB */
 	const struct hg_limits *limits; /* NULL: defaults */
 	int save_fd;                    /* >= 0: the raw stream is also written there (a nettrace file) */
+	int histogram;                  /* a histogram only (hg_new_histogram): no graph kept */
 };
 
 struct heapsnap {
-	struct heapgraph *graph; /* finished (hg_finish); the caller frees it (hg_free) */
+	struct heapgraph *graph; /* finished (hg_finish), a histogram when asked; the caller frees it (hg_free) */
 	int64_t pause_ns;        /* the target's pause for the walk, -1 when not seen */
 	int64_t walk_ns;         /* the induced GC's start to its end, -1 when not seen */
 	int64_t elapsed_ns;      /* connect to the graph assembled */

@@ -57,7 +57,7 @@ struct heapsum {
 };
 
 /* Summarises g (after hg_finish), with paths for the top_paths types of
- * most bytes. 0 or -ENOMEM. */
+ * most bytes; of a histogram (hg_new_histogram), the rows only. 0 or -ENOMEM. */
 int heapsum_build(const struct heapgraph *g, size_t top_paths, struct heapsum **ret);
 void heapsum_free(struct heapsum *s);
 

@@ -85,6 +85,7 @@
 #define HEAPDUMP_KEY_CUT_LOST_BATCHES "lost_batches"
 #define HEAPDUMP_KEY_CUT_UNRESOLVED_REFERENCES "unresolved_references"
 #define HEAPDUMP_KEY_CUT_UNRESOLVED_ROOTS "unresolved_roots"
+#define HEAPDUMP_KEY_CUT_UNPLACED "unplaced" /* a histogram's objects of no told generation (heap --types) */
 
 /* The generations, in heapgraph's order (HG_GEN_*); "unknown" only when an
  * object was in none. */
