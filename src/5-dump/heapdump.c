@@ -62,13 +62,13 @@ static json_object *retained_json(const struct heapgraph *g, const struct heapsu
 {
 	json_object *x = json_object_new_object();
 
-	json_object_object_add(x, "computed", json_object_new_boolean(s->retained_done));
+	json_object_object_add(x, HEAPDUMP_KEY_RETAINED_COMPUTED, json_object_new_boolean(s->retained_done));
 	if (!s->retained_done) {
-		json_object_object_add(x, "why", json_object_new_string(s->retained_why));
+		json_object_object_add(x, HEAPDUMP_KEY_RETAINED_WHY, json_object_new_string(s->retained_why));
 		return x;
 	}
-	json_object_object_add(x, "passes", u64(s->retained_passes));
-	json_object_object_add(x, "unreachable_bytes", u64(s->retained_unreachable_bytes));
+	json_object_object_add(x, HEAPDUMP_KEY_RETAINED_PASSES, u64(s->retained_passes));
+	json_object_object_add(x, HEAPDUMP_KEY_RETAINED_UNREACHABLE_BYTES, u64(s->retained_unreachable_bytes));
 	const struct hs_row **by = malloc((s->n_rows ? s->n_rows : 1) * sizeof(*by));
 	json_object *types = json_object_new_array();
 	if (by) {
@@ -77,15 +77,16 @@ static json_object *retained_json(const struct heapgraph *g, const struct heapsu
 		qsort(by, s->n_rows, sizeof(*by), cmp_retained);
 		for (size_t i = 0; i < s->n_rows && i < HEAPDUMP_RETAINED_TYPES; i++) {
 			json_object *y = json_object_new_object();
-			json_object_object_add(y, "type", json_object_new_string(type_name(g, by[i]->type)));
-			json_object_object_add(y, "retained_bytes", u64(by[i]->retained));
-			json_object_object_add(y, "bytes", u64(by[i]->bytes));
-			json_object_object_add(y, "objects", u64(by[i]->count));
+			json_object_object_add(y, HEAPDUMP_KEY_TYPE_TYPE,
+			                       json_object_new_string(type_name(g, by[i]->type)));
+			json_object_object_add(y, HEAPDUMP_KEY_TYPE_RETAINED_BYTES, u64(by[i]->retained));
+			json_object_object_add(y, HEAPDUMP_KEY_TYPE_BYTES, u64(by[i]->bytes));
+			json_object_object_add(y, HEAPDUMP_KEY_TYPE_OBJECTS, u64(by[i]->count));
 			json_object_array_add(types, y);
 		}
 		free(by);
 	}
-	json_object_object_add(x, "types", types);
+	json_object_object_add(x, HEAPDUMP_KEY_RETAINED_TYPES, types);
 	return x;
 }
 

@@ -796,6 +796,55 @@ static struct json_object *hostile_heap(void)
 	return ctx;
 }
 
+/* Retained sizes, when the summary has them, and why not when it says so:
+ * names escaped, wrong-typed figures shown as "?". */
+static void test_show_retained(void)
+{
+	struct json_object *ctx = heap_fixture(), *heap = at(ctx, "heap");
+	struct json_object *ret = json_object_new_object(), *types = json_object_new_array();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m;
+
+	for (int i = 0; i < 8; i++) {
+		struct json_object *e = json_object_new_object();
+		json_object_object_add(
+		    e, "type",
+		    json_object_new_string(i == 1 ? EVIL_TYPE : "System.Collections.Generic.List<System.Byte[]>"));
+		json_object_object_add(e, "retained_bytes",
+		                       i == 2 ? json_object_new_string("9") : json_object_new_int64(209722104 - i));
+		json_object_object_add(e, "bytes", json_object_new_int64(32));
+		json_object_array_add(types, e);
+	}
+	json_object_object_add(ret, "computed", json_object_new_boolean(1));
+	json_object_object_add(ret, "types", types);
+	json_object_object_add(heap, "retained", ret);
+	m = open_memstream(&buf, &len);
+	CHECK(context_show(m, ctx, 1) == 0);
+	fclose(m);
+	CHECK(!has_control(buf, len));
+	CHECK(strstr(buf, "  what they keep alive (retained: the objects only they hold, themselves included):\n"
+	                  "   retained     bytes  type\n"
+	                  "    209.7MB       32B  System.Collections.Generic.List<System.Byte[]>\n"
+	                  "    209.7MB       32B  Evil\\x1b[31m<script>") != NULL);
+	CHECK(strstr(buf, "          ?       32B  System.Collections") != NULL);
+	CHECK(count(buf, "      32B  ") == CONTEXT_SHOW_HEAP_RETAINED);
+	free(buf);
+	buf = NULL;
+
+	ret = json_object_new_object();
+	json_object_object_add(ret, "computed", json_object_new_boolean(0));
+	json_object_object_add(ret, "why", json_object_new_string("the heap has more than 4000000 objects\x1b[2J"));
+	json_object_object_add(heap, "retained", ret);
+	m = open_memstream(&buf, &len);
+	CHECK(context_show(m, ctx, 1) == 0);
+	fclose(m);
+	CHECK(strstr(buf, "  retained sizes: not computed: the heap has more than 4000000 objects\\x1b[2J\n") != NULL);
+	CHECK(strstr(buf, "what they keep alive") == NULL);
+	free(buf);
+	json_object_put(ctx);
+}
+
 static void test_heap_hostile(void)
 {
 	struct json_object *ctx = hostile_heap();
@@ -1119,6 +1168,7 @@ int main(void)
 	test_type_short();
 	test_show_heap();
 	test_heap_hostile();
+	test_show_retained();
 	test_file_limit();
 	test_report_limits();
 	return check_done();

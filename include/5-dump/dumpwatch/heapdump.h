@@ -45,8 +45,13 @@
 #define HEAPDUMP_KEY_ELAPSED_MS "elapsed_ms" /* the whole snapshot, the session included */
 #define HEAPDUMP_KEY_STREAM_BYTES "stream_bytes"
 #define HEAPDUMP_KEY_RETAINED "retained" /* retained_json: computed or why not, the types that retain the most */
+#define HEAPDUMP_KEY_RETAINED_COMPUTED "computed"
+#define HEAPDUMP_KEY_RETAINED_WHY "why"
+#define HEAPDUMP_KEY_RETAINED_PASSES "passes"
+#define HEAPDUMP_KEY_RETAINED_UNREACHABLE_BYTES "unreachable_bytes"
+#define HEAPDUMP_KEY_RETAINED_TYPES "types" /* type, retained_bytes, bytes, objects; most retained first */
 #define HEAPDUMP_KEY_RUNTIME_HEAP_BYTES "runtime_heap_bytes" /* what GCHeapStats said the heap holds */
-#define HEAPDUMP_KEY_COMPLETE "complete" /* false: the runtime dropped events of the walk */
+#define HEAPDUMP_KEY_COMPLETE "complete"                     /* false: the runtime dropped events of the walk */
 #define HEAPDUMP_KEY_GENERATIONS "generations"
 #define HEAPDUMP_KEY_TYPES "types" /* the largest, largest first */
 #define HEAPDUMP_KEY_OTHER "other_types"
@@ -59,8 +64,8 @@
 #define HEAPDUMP_KEY_TYPE_TYPE "type"
 #define HEAPDUMP_KEY_TYPE_BYTES "bytes"
 #define HEAPDUMP_KEY_TYPE_OBJECTS "objects"
-#define HEAPDUMP_KEY_TYPE_RETAINED_BYTES "retained_bytes" /* when the retained sizes were computed */
-#define HEAPDUMP_KEY_TYPE_GENERATIONS "generations" /* HEAPDUMP_GEN_* -> bytes, the nonzero ones */
+#define HEAPDUMP_KEY_TYPE_RETAINED_BYTES "retained_bytes"         /* when the retained sizes were computed */
+#define HEAPDUMP_KEY_TYPE_GENERATIONS "generations"               /* HEAPDUMP_GEN_* -> bytes, the nonzero ones */
 #define HEAPDUMP_KEY_TYPE_GENERATION_OBJECTS "generation_objects" /* HEAPDUMP_GEN_* -> objects, the same ones */
 
 #define HEAPDUMP_KEY_OTHER_TYPES "types" /* how many */

@@ -60,6 +60,8 @@ extern const struct context_limits context_limits_default;
  * context holds 10); the types and paths a report's card shows. */
 #define CONTEXT_SHOW_HEAP_TYPES 15
 #define CONTEXT_SHOW_HEAP_PATHS 5
+/* The types that retain the most, in show. */
+#define CONTEXT_SHOW_HEAP_RETAINED 5
 #define CONTEXT_CARD_HEAP_TYPES 8
 #define CONTEXT_CARD_HEAP_PATHS 2
 /* The most of a name from the target (a type, a root) shown in a heap table
