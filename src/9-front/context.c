@@ -194,6 +194,30 @@ const char *cx_heap_where(struct json_object *gens, char *buf, size_t buflen)
 	return buf;
 }
 
+void cx_heap_other(struct json_object *heap, size_t shown, struct cx_heap_other *out)
+{
+	struct json_object *types = jv_typed(heap, HEAPDUMP_KEY_TYPES, json_type_array);
+	struct json_object *other = jv_typed(heap, HEAPDUMP_KEY_OTHER, json_type_object);
+	size_t n = types ? json_object_array_length(types) : 0;
+	double d;
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = shown; i < n && i < shown + CX_HEAP_OTHER_SCAN; i++) {
+		struct json_object *e = json_object_array_get_idx(types, i);
+		if (jv_num(e, HEAPDUMP_KEY_TYPE_BYTES, &d))
+			out->bytes += d;
+		if (jv_num(e, HEAPDUMP_KEY_TYPE_OBJECTS, &d))
+			out->objects += d;
+	}
+	out->count = n > shown ? (double)(n - shown) : 0;
+	if (jv_num(other, HEAPDUMP_KEY_OTHER_TYPES, &d))
+		out->count += d;
+	if (jv_num(other, HEAPDUMP_KEY_OTHER_BYTES, &d))
+		out->bytes += d;
+	if (jv_num(other, HEAPDUMP_KEY_OTHER_OBJECTS, &d))
+		out->objects += d;
+}
+
 struct json_object *cx_heap_path_of(struct json_object *heap, const char *type, size_t len)
 {
 	struct json_object *paths = jv_typed(heap, HEAPDUMP_KEY_PATHS, json_type_array);

@@ -38,6 +38,16 @@ const char *cx_fmt_count(double v, char *buf, size_t buflen);
  * says nothing. Only the generations dumpwatch writes are read. */
 const char *cx_heap_where(struct json_object *gens, char *buf, size_t buflen);
 
+/* The types of heap (a context's "heap") beyond the first shown of its
+ * "types": those listed and not shown (at most CX_HEAP_OTHER_SCAN of them
+ * read) and those it counts as "other_types", summed: how many, their bytes
+ * and objects. */
+#define CX_HEAP_OTHER_SCAN 4096
+struct cx_heap_other {
+	double count, bytes, objects;
+};
+void cx_heap_other(struct json_object *heap, size_t shown, struct cx_heap_other *out);
+
 /* The retention path of heap (a context's "heap") whose type is the len
  * bytes at type, or NULL; looks at no more than the first CX_HEAP_PATHS_SCAN
  * paths (dumpwatch writes 10). */

@@ -625,12 +625,11 @@ static void show_heap(FILE *out, struct json_object *ctx, int utf8)
 	struct json_object *heap = jv_typed(ctx, DUMPCTX_KEY_HEAP, json_type_object);
 	struct json_object *types = jv_typed(heap, HEAPDUMP_KEY_TYPES, json_type_array);
 	struct json_object *gens = jv_typed(heap, HEAPDUMP_KEY_GENERATIONS, json_type_object);
-	struct json_object *other = jv_typed(heap, HEAPDUMP_KEY_OTHER, json_type_object);
 	struct json_object *cut = jv_typed(heap, HEAPDUMP_KEY_CUT, json_type_object);
 	size_t len, n = types ? json_object_array_length(types) : 0, shown = n, paths = 0;
 	const char *error = jv_str(ctx, DUMPCTX_KEY_HEAP_ERROR, &len);
 	char b1[48], b2[48], b3[48], b4[48];
-	double total = 0, d, other_bytes = 0, other_count = 0, other_objects = 0;
+	double total = 0, d;
 	int has_total;
 
 	if (error) {
@@ -690,25 +689,13 @@ static void show_heap(FILE *out, struct json_object *ctx, int utf8)
 		fputc('\n', out);
 	}
 	/* The rest: the listed types not shown, and those the context counts
-	 * as other; only when the file's figures add up to something. */
-	for (size_t i = shown; i < n && i < shown + 4096; i++) {
-		struct json_object *e = json_object_array_get_idx(types, i);
-		if (jv_num(e, HEAPDUMP_KEY_TYPE_BYTES, &d))
-			other_bytes += d;
-		if (jv_num(e, HEAPDUMP_KEY_TYPE_OBJECTS, &d))
-			other_objects += d;
-	}
-	other_count = (double)(n - shown);
-	if (jv_num(other, HEAPDUMP_KEY_OTHER_TYPES, &d))
-		other_count += d;
-	if (jv_num(other, HEAPDUMP_KEY_OTHER_BYTES, &d))
-		other_bytes += d;
-	if (jv_num(other, HEAPDUMP_KEY_OTHER_OBJECTS, &d))
-		other_objects += d;
-	if (other_count > 0)
+	 * as other. */
+	struct cx_heap_other rest;
+	cx_heap_other(heap, shown, &rest);
+	if (rest.count > 0)
 		fprintf(out, "  %9s %11s %6s  %-18s  (%s other types)\n",
-		        units_format(other_bytes, UNIT_BYTES, b1, sizeof(b1)),
-		        cx_fmt_count(other_objects, b2, sizeof(b2)), "", "", cx_fmt_count(other_count, b3, sizeof(b3)));
+		        units_format(rest.bytes, UNIT_BYTES, b1, sizeof(b1)),
+		        cx_fmt_count(rest.objects, b2, sizeof(b2)), "", "", cx_fmt_count(rest.count, b3, sizeof(b3)));
 	for (size_t i = 0; i < shown && i < CONTEXT_SHOW_HEAP_PATHS; i++) {
 		struct json_object *e = json_object_array_get_idx(types, i);
 		const char *type = jv_str(e, HEAPDUMP_KEY_TYPE_TYPE, &len);
