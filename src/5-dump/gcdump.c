@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/gcdump.h"
+#include "dumpwatch/text.h"
 
 enum tag {
 	TAG_NULL = 1,
@@ -70,39 +71,15 @@ size_t gcdump_cint_encode(int32_t v, uint8_t out[5])
 }
 
 /* The next code point of s[*i..len), U+FFFD for a byte that does not start a
- * well-formed sequence (overlong forms and surrogates included). */
+ * well-formed sequence (text_utf8_decode: overlong forms and surrogates
+ * included). */
 static uint32_t utf8_next(const unsigned char *s, size_t len, size_t *i)
 {
-	unsigned char c = s[*i];
-	uint32_t cp, min;
-	size_t n;
+	uint32_t cp;
+	size_t n = text_utf8_decode(s + *i, len - *i, &cp);
 
-	if (c < 0x80) {
-		(*i)++;
-		return c;
-	}
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1fu, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0fu, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07u, min = 0x10000;
-	else
-		goto bad;
-	if (len - *i < n)
-		goto bad;
-	for (size_t k = 1; k < n; k++) {
-		if ((s[*i + k] & 0xc0) != 0x80)
-			goto bad;
-		cp = cp << 6 | (s[*i + k] & 0x3fu);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		goto bad;
-	*i += n;
-	return cp;
-bad:
-	(*i)++;
-	return 0xfffd;
+	*i += n ? n : 1;
+	return n ? cp : 0xfffd;
 }
 
 /* One UTF-16 unit in the format's 1-3 bytes; returns the length. */
