@@ -16,9 +16,9 @@
  * shorter one is -EBADMSG with a sentence naming the event. */
 #include "dumpwatch/events.h"
 
+#include "dumpwatch/le.h"
 #include "dumpwatch/text.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <locale.h>
 #include <math.h>
@@ -42,27 +42,6 @@ __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, c
 		va_end(ap);
 	}
 	return -EBADMSG;
-}
-
-static uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, sizeof(v));
-	return le16toh(v);
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof(v));
-	return le32toh(v);
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
 }
 
 /* ---- Runtime-native events (PROTOCOL.md section 5, ClrEtwAll.man) ---- */
@@ -134,8 +113,8 @@ static int alloc_tick(const uint8_t *p, size_t len, uint32_t version, int pointe
 	uint32_t v = version > 4 ? 4 : version;
 
 	if (v < 2) { /* the caller checked the fixed size */
-		a->amount = rd32(p);
-		a->kind = rd32(p + 4);
+		a->amount = le32_at(p);
+		a->kind = le32_at(p + 4);
 		return 1;
 	}
 	if (pointer_size != 4 && pointer_size != 8)
@@ -148,8 +127,8 @@ static int alloc_tick(const uint8_t *p, size_t len, uint32_t version, int pointe
 	if (len < need)
 		return bad(err, errlen, "GCAllocationTick v%u payload is %zu bytes, needs at least %zu", version, len,
 		           need);
-	a->kind = rd32(p + 4);
-	a->amount = rd64(p + 10); /* AllocationAmount64; the u32 at 0 is the same, capped */
+	a->kind = le32_at(p + 4);
+	a->amount = le64_at(p + 10); /* AllocationAmount64; the u32 at 0 is the same, capped */
 	off = 18 + (size_t)pointer_size;
 	s = text_utf16_read(p + off, len - off, a->type_name, sizeof(a->type_name));
 	if (s == 0)
@@ -163,12 +142,12 @@ static int alloc_tick(const uint8_t *p, size_t len, uint32_t version, int pointe
 		return bad(err, errlen,
 		           "GCAllocationTick v%u payload is %zu bytes, needs at least %zu with its %zu-byte type name",
 		           version, len, need, s);
-	a->heap_index = rd32(p + off);
+	a->heap_index = le32_at(p + off);
 	off += 4;
 	if (v >= 3)
 		off += (size_t)pointer_size; /* Address: not used */
 	if (v >= 4)
-		a->object_size = rd64(p + off);
+		a->object_size = le64_at(p + off);
 	return 1;
 }
 
@@ -208,8 +187,8 @@ static int exception_thrown(const uint8_t *p, size_t len, uint32_t version, int 
 		           "ExceptionThrown v%u payload is %zu bytes, needs at least %zu after its strings", version,
 		           len, off + (size_t)pointer_size + 8);
 	off += (size_t)pointer_size; /* EIPCodeThrow: not used */
-	x->hresult = rd32(p + off);
-	x->flags = rd16(p + off + 4);
+	x->hresult = le32_at(p + off);
+	x->flags = le16_at(p + off + 4);
 	return 1;
 }
 
@@ -235,44 +214,44 @@ static int decode_runtime(const struct nettrace_event *ev, const uint8_t *p, siz
 
 	switch (l->id) {
 	case ID_GC_START:
-		out->u.gc_start.count = rd32(p);
+		out->u.gc_start.count = le32_at(p);
 		if (version == 0) {
-			out->u.gc_start.reason = rd32(p + 4);
+			out->u.gc_start.reason = le32_at(p + 4);
 		} else {
-			out->u.gc_start.depth = rd32(p + 4);
-			out->u.gc_start.reason = rd32(p + 8);
-			out->u.gc_start.type = rd32(p + 12);
+			out->u.gc_start.depth = le32_at(p + 4);
+			out->u.gc_start.reason = le32_at(p + 8);
+			out->u.gc_start.type = le32_at(p + 12);
 		}
 		break;
 	case ID_GC_END:
-		out->u.gc_end.count = rd32(p);
-		out->u.gc_end.depth = version == 0 ? rd16(p + 4) : rd32(p + 4);
+		out->u.gc_end.count = le32_at(p);
+		out->u.gc_end.depth = version == 0 ? le16_at(p + 4) : le32_at(p + 4);
 		break;
 	case ID_GC_HEAP_STATS: {
 		struct ev_gc_heap_stats *h = &out->u.heap_stats;
 		for (i = 0; i < 4; i++) {
-			h->size[i] = rd64(p + 16 * i);
-			h->promoted[i] = rd64(p + 16 * i + 8);
+			h->size[i] = le64_at(p + 16 * i);
+			h->promoted[i] = le64_at(p + 16 * i + 8);
 		}
-		h->finalization_promoted_size = rd64(p + 64);
-		h->finalization_promoted_count = rd64(p + 72);
-		h->pinned_objects = rd32(p + 80);
-		h->sink_blocks = rd32(p + 84);
-		h->gc_handles = rd32(p + 88);
+		h->finalization_promoted_size = le64_at(p + 64);
+		h->finalization_promoted_count = le64_at(p + 72);
+		h->pinned_objects = le32_at(p + 80);
+		h->sink_blocks = le32_at(p + 84);
+		h->gc_handles = le32_at(p + 88);
 		/* 92: u16 ClrInstanceID (v1+) */
 		if (version >= 2) {
-			h->size[4] = rd64(p + 94);
-			h->promoted[4] = rd64(p + 102);
+			h->size[4] = le64_at(p + 94);
+			h->promoted[4] = le64_at(p + 102);
 			h->has_poh = 1;
 		}
 		break;
 	}
 	case ID_GC_SUSPEND_EE_BEGIN:
 		if (version == 0) {
-			out->u.suspend.reason = rd16(p);
+			out->u.suspend.reason = le16_at(p);
 		} else {
-			out->u.suspend.reason = rd32(p);
-			out->u.suspend.count = rd32(p + 4);
+			out->u.suspend.reason = le32_at(p);
+			out->u.suspend.count = le32_at(p + 4);
 		}
 		break;
 	case ID_GC_ALLOC_TICK: {
@@ -282,7 +261,7 @@ static int decode_runtime(const struct nettrace_event *ev, const uint8_t *p, siz
 		break;
 	}
 	case ID_GC_TRIGGERED:
-		out->u.triggered_reason = rd32(p);
+		out->u.triggered_reason = le32_at(p);
 		break;
 	case ID_EXCEPTION_THROWN: {
 		memset(&out->u.exception, 0, sizeof(out->u.exception));
@@ -292,13 +271,13 @@ static int decode_runtime(const struct nettrace_event *ev, const uint8_t *p, siz
 		break;
 	}
 	case ID_APPDOMAIN_MEM_ALLOCATED:
-		out->u.appdomain.appdomain_id = rd64(p);
-		out->u.appdomain.bytes = rd64(p + 8);
+		out->u.appdomain.appdomain_id = le64_at(p);
+		out->u.appdomain.bytes = le64_at(p + 8);
 		break;
 	case ID_APPDOMAIN_MEM_SURVIVED:
-		out->u.appdomain.appdomain_id = rd64(p);
-		out->u.appdomain.bytes = rd64(p + 8);
-		out->u.appdomain.process_survived = rd64(p + 16);
+		out->u.appdomain.appdomain_id = le64_at(p);
+		out->u.appdomain.bytes = le64_at(p + 8);
+		out->u.appdomain.process_survived = le64_at(p + 16);
 		break;
 	default: /* GCRestartEEEnd, GCRestartEEBegin, GCSuspendEEEnd: no data we use */
 		break;
@@ -381,32 +360,32 @@ static int number_at(const uint8_t *p, uint32_t type, double *ret)
 		*ret = (double)p[0];
 		return 1;
 	case NT_TC_INT16:
-		*ret = (double)(int16_t)rd16(p);
+		*ret = (double)(int16_t)le16_at(p);
 		return 1;
 	case NT_TC_UINT16:
-		*ret = (double)rd16(p);
+		*ret = (double)le16_at(p);
 		return 1;
 	case NT_TC_INT32:
-		*ret = (double)(int32_t)rd32(p);
+		*ret = (double)(int32_t)le32_at(p);
 		return 1;
 	case NT_TC_UINT32:
-		*ret = (double)rd32(p);
+		*ret = (double)le32_at(p);
 		return 1;
 	case NT_TC_INT64:
-		*ret = (double)(int64_t)rd64(p);
+		*ret = (double)(int64_t)le64_at(p);
 		return 1;
 	case NT_TC_UINT64:
-		*ret = (double)rd64(p);
+		*ret = (double)le64_at(p);
 		return 1;
 	case NT_TC_SINGLE: {
-		uint32_t u = rd32(p);
+		uint32_t u = le32_at(p);
 		float f;
 		memcpy(&f, &u, sizeof(f));
 		*ret = (double)f;
 		return 1;
 	}
 	case NT_TC_DOUBLE: {
-		uint64_t u = rd64(p);
+		uint64_t u = le64_at(p);
 		memcpy(ret, &u, sizeof(*ret));
 		return 1;
 	}
@@ -505,7 +484,7 @@ static int walk_value(struct walk *w, const struct nettrace_field *f, uint32_t t
 		uint32_t count, i;
 		if (w->len - w->off < 2)
 			return walk_short(w, f, "the item count of array field");
-		count = rd16(w->p + w->off);
+		count = le16_at(w->p + w->off);
 		w->off += 2;
 		sz = fixed_size(f->elem_type);
 		if (sz) {

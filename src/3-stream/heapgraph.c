@@ -44,9 +44,9 @@
 #include "heapgraph_shared.h"
 
 #include "dumpwatch/events.h"
+#include "dumpwatch/le.h"
 #include "dumpwatch/text.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,23 +81,9 @@ __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, c
 	return -EBADMSG;
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof(v));
-	return le32toh(v);
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
-}
-
 static uint64_t rdptr(const uint8_t *p, int ps)
 {
-	return ps == 4 ? rd32(p) : rd64(p);
+	return ps == 4 ? le32_at(p) : le64_at(p);
 }
 
 /* Grows *arr to hold at least need elements of size sz, doubling. 0 or -ENOMEM. */
@@ -349,13 +335,13 @@ static int bulk_type(struct heapgraph *g, const uint8_t *p, size_t len, char *er
 {
 	if (len < 6)
 		return bad(err, errlen, "GCBulkType: payload of %zu bytes, need 6", len);
-	uint32_t count = rd32(p);
+	uint32_t count = le32_at(p);
 	size_t off = 6;
 	for (uint32_t k = 0; k < count; k++) {
 		if (len - off < 25)
 			return bad(err, errlen, "GCBulkType: type %u of %u ends at byte %zu of %zu", k, count, off,
 			           len);
-		uint64_t id = rd64(p + off), module = rd64(p + off + 8);
+		uint64_t id = le64_at(p + off), module = le64_at(p + off + 8);
 		off += 25;
 		size_t units;
 		if (text_utf16_scan(p + off, len - off, NAME_MAX_UNITS, &units, NULL) < 0)
@@ -364,7 +350,7 @@ static int bulk_type(struct heapgraph *g, const uint8_t *p, size_t len, char *er
 		off += 2 * units + 2;
 		if (len - off < 4)
 			return bad(err, errlen, "GCBulkType: type %u of %u ends in its parameter count", k, count);
-		uint32_t n_params = rd32(p + off);
+		uint32_t n_params = le32_at(p + off);
 		off += 4;
 		if (n_params > (len - off) / 8)
 			return bad(err, errlen,
@@ -424,11 +410,11 @@ static int64_t indexed_header(const uint8_t *p, size_t len, size_t sz, const cha
 {
 	if (len < 10)
 		return bad(err, errlen, "%s: payload of %zu bytes, need 10", what, len);
-	uint32_t count = rd32(p + 4);
+	uint32_t count = le32_at(p + 4);
 	if (count > (len - 10) / sz)
 		return bad(err, errlen, "%s: %u values declared, the payload of %zu bytes holds %zu", what, count, len,
 		           (len - 10) / sz);
-	*ret_index = rd32(p);
+	*ret_index = le32_at(p);
 	return count;
 }
 
@@ -444,7 +430,7 @@ static int bulk_root_edge(struct heapgraph *g, const uint8_t *p, size_t len, int
 		uint8_t kind = v[ps];
 		if (kind > HG_ROOT_OVERFLOW)
 			kind = HG_ROOT_OTHER;
-		int r = add_root(g, rdptr(v, ps), kind, rd32(v + ps + 1), rdptr(v + ps + 5, ps), HG_NONE, NULL);
+		int r = add_root(g, rdptr(v, ps), kind, le32_at(v + ps + 1), rdptr(v + ps + 5, ps), HG_NONE, NULL);
 		if (r < 0)
 			return r;
 	}
@@ -537,12 +523,12 @@ static int bulk_node(struct heapgraph *g, const uint8_t *p, size_t len, int ps, 
 	g->next_node_index = index + 1;
 	for (int64_t k = 0; k < count; k++) {
 		const uint8_t *v = p + 10 + (size_t)k * sz;
-		uint64_t n_edges = rd64(v + ps + 16);
+		uint64_t n_edges = le64_at(v + ps + 16);
 		if (n_edges > UINT32_MAX)
 			return bad(err, errlen, "GCBulkNode: node %lld of %lld declares %llu references", (long long)k,
 			           (long long)count, (unsigned long long)n_edges);
 		if (g->histogram) {
-			uint64_t tid = rd64(v + ps + 8), size = rd64(v + ps);
+			uint64_t tid = le64_at(v + ps + 8), size = le64_at(v + ps);
 			int e = 0;
 			uint32_t t = tid ? type_intern(g, tid, &e) : HG_NONE;
 			if (e < 0 || (e = cell_add(g, t, rdptr(v, ps), size)) < 0)
@@ -559,16 +545,16 @@ static int bulk_node(struct heapgraph *g, const uint8_t *p, size_t len, int ps, 
 		}
 		if (grow_mapped((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(*g->nodes)) < 0)
 			return -ENOMEM;
-		uint64_t tid = rd64(v + ps + 8);
+		uint64_t tid = le64_at(v + ps + 8);
 		int e = 0;
 		uint32_t t = tid ? type_intern(g, tid, &e) : HG_NONE;
 		if (e < 0)
 			return e;
 		uint64_t first = g->declared_edges;
-		g->walk_bytes += rd64(v + ps);
+		g->walk_bytes += le64_at(v + ps);
 		g->nodes[g->n_nodes++] = (struct hg_node){
 		    .addr = rdptr(v, ps),
-		    .size = rd64(v + ps),
+		    .size = le64_at(v + ps),
 		    .type = t,
 		    .first_edge = first >= HG_NONE ? HG_NONE : (uint32_t)first,
 		    .n_edges = (uint32_t)n_edges,
@@ -611,7 +597,7 @@ static int generation_range(struct heapgraph *g, const uint8_t *p, size_t len, i
 	if (len < 17 + (size_t)ps)
 		return bad(err, errlen, "GCGenerationRange: payload of %zu bytes, need %d", len, 17 + ps);
 	uint8_t gen = p[0];
-	uint64_t start = rdptr(p + 1, ps), used = rd64(p + 1 + ps);
+	uint64_t start = rdptr(p + 1, ps), used = le64_at(p + 1 + ps);
 	if (gen > HG_POH || used == 0 || start + used < start)
 		return 1; /* a generation this reader has no place for, or empty */
 	if (g->n_ranges >= MAX_RANGES)
@@ -627,13 +613,13 @@ static int bulk_root_ccw(struct heapgraph *g, const uint8_t *p, size_t len, char
 {
 	if (len < 6)
 		return bad(err, errlen, "GCBulkRootCCW: payload of %zu bytes, need 6", len);
-	uint32_t count = rd32(p);
+	uint32_t count = le32_at(p);
 	if (count > (len - 6) / 44)
 		return bad(err, errlen, "GCBulkRootCCW: %u values declared, the payload holds %zu", count,
 		           (len - 6) / 44);
 	for (uint32_t k = 0; k < count; k++) {
 		const uint8_t *v = p + 6 + (size_t)k * 44;
-		int r = add_root(g, rd64(v + 8), HG_ROOT_COM, rd32(v + 40), rd64(v), HG_NONE, NULL);
+		int r = add_root(g, le64_at(v + 8), HG_ROOT_COM, le32_at(v + 40), le64_at(v), HG_NONE, NULL);
 		if (r < 0)
 			return r;
 	}
@@ -644,12 +630,12 @@ static int bulk_rcw(struct heapgraph *g, const uint8_t *p, size_t len, char *err
 {
 	if (len < 6)
 		return bad(err, errlen, "GCBulkRCW: payload of %zu bytes, need 6", len);
-	uint32_t count = rd32(p);
+	uint32_t count = le32_at(p);
 	if (count > (len - 6) / 40)
 		return bad(err, errlen, "GCBulkRCW: %u values declared, the payload holds %zu", count, (len - 6) / 40);
 	for (uint32_t k = 0; k < count; k++) {
 		const uint8_t *v = p + 6 + (size_t)k * 40;
-		int r = add_root(g, rd64(v), HG_ROOT_COM, rd32(v + 36), rd64(v + 16), HG_NONE, NULL);
+		int r = add_root(g, le64_at(v), HG_ROOT_COM, le32_at(v + 36), le64_at(v + 16), HG_NONE, NULL);
 		if (r < 0)
 			return r;
 	}
@@ -660,7 +646,7 @@ static int bulk_root_static(struct heapgraph *g, const uint8_t *p, size_t len, c
 {
 	if (len < 14)
 		return bad(err, errlen, "GCBulkRootStaticVar: payload of %zu bytes, need 14", len);
-	uint32_t count = rd32(p);
+	uint32_t count = le32_at(p);
 	size_t off = 14;
 	for (uint32_t k = 0; k < count; k++) {
 		if (len - off < 30)
@@ -676,13 +662,13 @@ static int bulk_root_static(struct heapgraph *g, const uint8_t *p, size_t len, c
 			return -ENOMEM;
 		off += 28 + used;
 		int e = 0;
-		uint64_t tid = rd64(v + 16);
+		uint64_t tid = le64_at(v + 16);
 		uint32_t owner = tid ? type_intern(g, tid, &e) : HG_NONE;
 		if (e < 0) {
 			free(name);
 			return e;
 		}
-		int r = add_root(g, rd64(v + 8), HG_ROOT_STATIC, rd32(v + 24), rd64(v), owner, name);
+		int r = add_root(g, le64_at(v + 8), HG_ROOT_STATIC, le32_at(v + 24), le64_at(v), owner, name);
 		if (r < 0)
 			return r;
 	}
@@ -710,10 +696,10 @@ static void gc_start(struct heapgraph *g, const struct nettrace_event *ev)
 {
 	if (g->gc_started || ev->meta->version < 1 || ev->payload_size < 16)
 		return;
-	uint32_t depth = rd32(ev->payload + 4), type = rd32(ev->payload + 12);
+	uint32_t depth = le32_at(ev->payload + 4), type = le32_at(ev->payload + 12);
 	if (depth != 2 || type == 1) /* 1: a background GC, which does not walk */
 		return;
-	g->gc_count = rd32(ev->payload);
+	g->gc_count = le32_at(ev->payload);
 	g->gc_started = 1;
 	g->walk_begin = ev->timestamp;
 	g->pause_begin = g->suspend_ts;
@@ -741,7 +727,7 @@ int hg_feed(struct heapgraph *g, const struct nettrace_event *ev, int pointer_si
 		gc_start(g, ev);
 		return 1;
 	case EV_GC_END:
-		if (g->gc_started && !g->gc_ended && len >= 4 && rd32(p) == g->gc_count) {
+		if (g->gc_started && !g->gc_ended && len >= 4 && le32_at(p) == g->gc_count) {
 			g->gc_ended = 1;
 			g->walk_end = ev->timestamp;
 		}
@@ -750,9 +736,9 @@ int hg_feed(struct heapgraph *g, const struct nettrace_event *ev, int pointer_si
 		/* v0/v1: GenerationSize0..3 at 0, 16, 32, 48 (each followed by
 		 * its promoted size); v2 (.NET 5+): GenerationSize4 at 94. */
 		if (g->gc_started && !g->reported_bytes && len >= 56) {
-			g->reported_bytes = rd64(p) + rd64(p + 16) + rd64(p + 32) + rd64(p + 48);
+			g->reported_bytes = le64_at(p) + le64_at(p + 16) + le64_at(p + 32) + le64_at(p + 48);
 			if (m->version >= 2 && len >= 102)
-				g->reported_bytes += rd64(p + 94);
+				g->reported_bytes += le64_at(p + 94);
 		}
 		return 1;
 	case EV_GC_RESTART_EE_END:

@@ -40,7 +40,6 @@
  *   MetadataBlocks are not events. */
 #include "dumpwatch/nettrace.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -48,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dumpwatch/le.h"
 #include "dumpwatch/text.h"
 
 #define NT_DEFAULT_MAX_BLOCK (16u << 20)
@@ -136,27 +136,6 @@ __attribute__((format(printf, 4, 5))) static int fail(nettrace_parser *p, uint64
 	va_end(ap);
 	p->err = err;
 	return err;
-}
-
-static inline uint16_t rd16(const uint8_t *b)
-{
-	uint16_t v;
-	memcpy(&v, b, sizeof(v));
-	return le16toh(v);
-}
-
-static inline uint32_t rd32(const uint8_t *b)
-{
-	uint32_t v;
-	memcpy(&v, b, sizeof(v));
-	return le32toh(v);
-}
-
-static inline uint64_t rd64(const uint8_t *b)
-{
-	uint64_t v;
-	memcpy(&v, b, sizeof(v));
-	return le64toh(v);
 }
 
 static const char *kind_name(const nettrace_parser *p)
@@ -284,7 +263,7 @@ static int rd_u32(struct mparse *mp, struct cur *c, uint32_t *out, const char *w
 {
 	if (c->end - c->p < 4)
 		return mfail(mp, c->p, "%s runs past the end of the record", what);
-	*out = rd32(c->p);
+	*out = le32_at(c->p);
 	c->p += 4;
 	return 0;
 }
@@ -458,7 +437,7 @@ static int parse_meta_header(struct mparse *mp, struct cur *c, struct nettrace_m
 		return r;
 	if (c->end - c->p < 16)
 		return mfail(mp, c->p, "keywords/version/level run past the end of the record");
-	m->keywords = rd64(c->p);
+	m->keywords = le64_at(c->p);
 	c->p += 8;
 	(void)rd_u32(mp, c, &m->version, "version");
 	(void)rd_u32(mp, c, &v32, "level");
@@ -502,7 +481,7 @@ static int parse_metadata(nettrace_parser *p, const uint8_t *base, uint64_t base
 
 		if (c.end - c.p < 5)
 			return mfail(&mp, at, "truncated tag header (%zu bytes left)", (size_t)(c.end - c.p));
-		tlen = rd32(c.p);
+		tlen = le32_at(c.p);
 		kind = c.p[4];
 		c.p += 5;
 		if (tlen > (uint64_t)(c.end - c.p))
@@ -631,8 +610,8 @@ static int parse_event_block(nettrace_parser *p, const uint8_t *b, size_t n, uin
 	if (n < NT_BLOCK_HEADER)
 		return fail(p, off, -EBADMSG, "%s of %zu bytes is shorter than its %d-byte header", kind_name(p), n,
 		            NT_BLOCK_HEADER);
-	hsize = rd16(b);
-	flags = rd16(b + 2);
+	hsize = le16_at(b);
+	flags = le16_at(b + 2);
 	if (hsize < NT_BLOCK_HEADER || hsize > n)
 		return fail(p, off, -EBADMSG, "%s header size %u is outside %d..%zu", kind_name(p), hsize,
 		            NT_BLOCK_HEADER, n);
@@ -698,19 +677,19 @@ static int parse_event_block(nettrace_parser *p, const uint8_t *b, size_t n, uin
 				return fail(p, off + (uint64_t)(q - b), -EBADMSG,
 				            "uncompressed event header runs past the end of the %s (%zu bytes left)",
 				            kind_name(p), (size_t)(end - q));
-			esize = rd32(q);
-			raw_id = rd32(q + 4);
+			esize = le32_at(q);
+			raw_id = le32_at(q + 4);
 			meta_id = raw_id & 0x7FFFFFFFu;
 			ev.sorted = (raw_id & 0x80000000u) == 0;
-			seq = rd32(q + 8);
-			ev.thread_id = rd64(q + 12);
-			ev.capture_thread_id = rd64(q + 20);
-			ev.processor = rd32(q + 28);
-			ev.stack_id = rd32(q + 32);
-			ts = rd64(q + 36);
+			seq = le32_at(q + 8);
+			ev.thread_id = le64_at(q + 12);
+			ev.capture_thread_id = le64_at(q + 20);
+			ev.processor = le32_at(q + 28);
+			ev.stack_id = le32_at(q + 32);
+			ts = le64_at(q + 36);
 			memcpy(ev.activity_id, q + 44, 16);
 			memcpy(ev.related_activity_id, q + 60, 16);
-			psize = rd32(q + 76);
+			psize = le32_at(q + 76);
 			if (esize > (uint64_t)(end - q) - 4)
 				return fail(p, off + (uint64_t)(q - b), -EBADMSG,
 				            "event of %u bytes runs past the end of the %s (%zu bytes left)", esize,
@@ -763,14 +742,14 @@ static int parse_stack_block(nettrace_parser *p, const uint8_t *b, size_t n, uin
 
 	if (n < 8)
 		return fail(p, off, -EBADMSG, "StackBlock of %zu bytes is shorter than its 8-byte header", n);
-	count = rd32(b + 4);
+	count = le32_at(b + 4);
 	for (uint32_t i = 0; i < count; i++) {
 		uint32_t size;
 
 		if (end - q < 4)
 			return fail(p, off + (uint64_t)(q - b), -EBADMSG,
 			            "StackBlock declares %u stacks but ends after %u", count, i);
-		size = rd32(q);
+		size = le32_at(q);
 		if (size > (uint64_t)(end - q) - 4)
 			return fail(p, off + (uint64_t)(q - b), -EBADMSG,
 			            "stack of %u bytes runs past the end of the StackBlock", size);
@@ -789,7 +768,7 @@ static int parse_sp_block(nettrace_parser *p, const uint8_t *b, size_t n, uint64
 
 	if (n < 12)
 		return fail(p, off, -EBADMSG, "SPBlock of %zu bytes is shorter than its 12-byte header", n);
-	count = rd32(b + 8);
+	count = le32_at(b + 8);
 	if ((uint64_t)count * 12 != n - 12)
 		return fail(p, off + 8, -EBADMSG, "SPBlock declares %u threads, which does not match its %zu bytes",
 		            count, n);
@@ -819,7 +798,7 @@ static int parse_trace(nettrace_parser *p, const uint8_t *b, uint64_t off)
 
 	/* SYSTEMTIME: year, month, dayOfWeek, day, hour, minute, second, ms. */
 	for (int i = 0; i < 8; i++)
-		st[i] = rd16(b + 2 * i);
+		st[i] = le16_at(b + 2 * i);
 	/* int64 Unix nanoseconds cover 1677-09-21 .. 2262-04-11. */
 	if (st[0] < 1678 || st[0] > 2261 || st[1] < 1 || st[1] > 12 || st[3] < 1 || st[3] > mdays[st[1] - 1] ||
 	    (st[1] == 2 && st[3] == 29 && (st[0] % 4 != 0 || (st[0] % 100 == 0 && st[0] % 400 != 0))) || st[4] > 23 ||
@@ -830,12 +809,12 @@ static int parse_trace(nettrace_parser *p, const uint8_t *b, uint64_t off)
 		    st[0], st[1], st[3], st[4], st[5], st[6], st[7]);
 	secs = days_from_civil(st[0], st[1], st[3]) * 86400 + st[4] * 3600 + st[5] * 60 + st[6];
 	p->info.sync_utc_ns = secs * 1000000000LL + st[7] * 1000000LL;
-	p->info.sync_qpc = (int64_t)rd64(b + 16);
-	p->info.qpc_freq = (int64_t)rd64(b + 24);
-	p->info.pointer_size = (int32_t)rd32(b + 32);
-	p->info.pid = (int32_t)rd32(b + 36);
-	p->info.processors = (int32_t)rd32(b + 40);
-	p->info.sampling_rate = (int32_t)rd32(b + 44);
+	p->info.sync_qpc = (int64_t)le64_at(b + 16);
+	p->info.qpc_freq = (int64_t)le64_at(b + 24);
+	p->info.pointer_size = (int32_t)le32_at(b + 32);
+	p->info.pid = (int32_t)le32_at(b + 36);
+	p->info.processors = (int32_t)le32_at(b + 40);
+	p->info.sampling_rate = (int32_t)le32_at(b + 44);
 	if (p->info.qpc_freq <= 0)
 		return fail(p, off + 24, -EBADMSG, "Trace object QPC frequency %lld is not positive",
 		            (long long)p->info.qpc_freq);
@@ -912,7 +891,7 @@ static int step(nettrace_parser *p, const uint8_t *u, uint64_t uoff)
 		set_state(p, ST_HDRLEN, 4);
 		return 0;
 	case ST_HDRLEN: {
-		uint32_t len = rd32(u);
+		uint32_t len = le32_at(u);
 
 		if (len == 0) {
 			set_state(p, ST_V6_MAJOR, 4);
@@ -925,7 +904,7 @@ static int step(nettrace_parser *p, const uint8_t *u, uint64_t uoff)
 		return 0;
 	}
 	case ST_V6_MAJOR: {
-		uint32_t major = rd32(u);
+		uint32_t major = le32_at(u);
 
 		if (major < 6)
 			return fail(p, uoff, -EBADMSG, "invalid NetTrace version header (reserved 0, major version %u)",
@@ -956,7 +935,7 @@ static int step(nettrace_parser *p, const uint8_t *u, uint64_t uoff)
 		set_state(p, ST_OBJHDR, 14);
 		return 0;
 	case ST_OBJHDR: {
-		uint32_t len = rd32(u + 10);
+		uint32_t len = le32_at(u + 10);
 
 		if (u[0] != TAG_BEGIN_PRIVATE)
 			return fail(p, uoff, -EBADMSG,
@@ -968,8 +947,8 @@ static int step(nettrace_parser *p, const uint8_t *u, uint64_t uoff)
 			return fail(p, uoff + 10, -EBADMSG, "object type name length %u is outside 1..%d", len,
 			            NT_MAX_TYPE_NAME);
 		p->name_len = len;
-		p->obj_version = (int32_t)rd32(u + 2);
-		p->obj_minver = (int32_t)rd32(u + 6);
+		p->obj_version = (int32_t)le32_at(u + 2);
+		p->obj_minver = (int32_t)le32_at(u + 6);
 		p->block_size = 0;
 		set_state(p, ST_NAME, (size_t)len + 1);
 		return 0;
@@ -990,7 +969,7 @@ static int step(nettrace_parser *p, const uint8_t *u, uint64_t uoff)
 		return 0;
 	}
 	case ST_BLOCKSIZE: {
-		uint32_t size = rd32(u);
+		uint32_t size = le32_at(u);
 		size_t pad = (size_t)((4 - ((uoff + 4) & 3)) & 3);
 
 		if (size > p->lim.max_block)
