@@ -12,7 +12,8 @@
 # context (a dump context read back: show's text and the plot), procstat (the
 # /proc/PID/status parser), cgroup (the /proc/PID/cgroup parser), s3resp
 # (what the daemon reads of an S3 server's answer), heapgraph (the heap-walk
-# decoders, the graph assembly and the heap summary).
+# decoders, the graph assembly and the heap summary), clrmeta (the assembly
+# metadata reader: the classes of a heap snapshot's statics).
 # Corpora grow in build-fuzz/corpus/TARGET, seeded from tests/data, examples
 # and tests/fuzz/seeds; a crash, leak, timeout or sanitizer report is written
 # to build-fuzz/findings/TARGET/ and makes the script exit 1. Copy a finding
@@ -30,7 +31,7 @@ while (($#)); do
 	*) targets+=("$1"); shift ;;
 	esac
 done
-((${#targets[@]})) || targets=(nettrace events rulefile when journal context procstat cgroup s3resp heapgraph)
+((${#targets[@]})) || targets=(nettrace events rulefile when journal context procstat cgroup s3resp heapgraph clrmeta)
 "$here/scripts/setup.sh" --no-dotnet >/dev/null
 command -v clang >/dev/null || { echo "fuzz: clang is not installed (scripts/setup.sh installs it)" >&2; exit 1; }
 
@@ -62,6 +63,7 @@ seeds_of() {
 	cgroup) echo "$here/tests/fuzz/seeds/cgroup" ;;
 	s3resp) echo "$here/tests/fuzz/seeds/s3resp" ;;
 	heapgraph) echo "$here/tests/fuzz/seeds/heapgraph" ;;
+	clrmeta) echo "$here/tests/data/assemblies" ;;
 	esac
 }
 

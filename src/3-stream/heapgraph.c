@@ -187,8 +187,10 @@ void hg_free(struct heapgraph *g)
 		return;
 	for (size_t i = 0; i < g->n_types; i++)
 		free(g->types[i].name);
-	for (size_t i = 0; i < g->n_roots; i++)
+	for (size_t i = 0; i < g->n_roots; i++) {
 		free(g->roots[i].name);
+		free(g->roots[i].owner);
+	}
 	free(g->types);
 	free(g->type_hash);
 	free_mapped(g->nodes, g->cap_nodes, sizeof(*g->nodes));

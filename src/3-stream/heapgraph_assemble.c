@@ -328,6 +328,18 @@ const struct hg_root *hg_root(const struct heapgraph *g, size_t i)
 	return i < g->n_roots ? &g->roots[i] : NULL;
 }
 
+int hg_root_set_owner(struct heapgraph *g, size_t i, const char *owner)
+{
+	if (i >= g->n_roots || g->roots[i].kind != HG_ROOT_STATIC)
+		return -EINVAL;
+	char *copy = owner ? strdup(owner) : NULL;
+	if (owner && !copy)
+		return -ENOMEM;
+	free(g->roots[i].owner);
+	g->roots[i].owner = copy;
+	return 0;
+}
+
 const uint32_t *hg_edges(const struct heapgraph *g, size_t i, size_t *n)
 {
 	*n = 0;

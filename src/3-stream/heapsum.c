@@ -120,8 +120,12 @@ const char *heapsum_root_label(const struct hg_root *r, char *buf, size_t len)
 	switch (r->kind) {
 	case HG_ROOT_STATIC:
 		/* The runtime names the field but not the class that declares
-		 * it (GCBulkRootStaticVar's TypeID is the value's type). */
-		snprintf(buf, len, "%s (static)", r->name ? r->name : "?");
+		 * it (GCBulkRootStaticVar's TypeID is the value's type): the
+		 * class is there when the assemblies' metadata named it. */
+		if (r->owner)
+			snprintf(buf, len, "%s.%s (static)", r->owner, r->name ? r->name : "?");
+		else
+			snprintf(buf, len, "%s (static)", r->name ? r->name : "?");
 		return buf;
 	case HG_ROOT_STACK:
 		kind = "[stack]";

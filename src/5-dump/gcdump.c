@@ -675,7 +675,12 @@ static int write_types(struct gw *x, struct bw *w)
 			continue;
 		const struct hg_type *ot =
 		    r->owner_type != HG_NONE && r->owner_type < x->n_types ? hg_type(x->g, r->owner_type) : NULL;
-		const char *owner = spelled(&scratch, &cap, ot && ot->name ? ot->name : "UNKNOWN");
+		/* The declaring class when the metadata named it, else the
+		 * value's type, as dotnet-gcdump writes. */
+		const char *owner = spelled(&scratch, &cap,
+		                            r->owner         ? r->owner
+		                            : ot && ot->name ? ot->name
+		                                             : "UNKNOWN");
 		if (!owner)
 			goto nomem;
 		const char *parts[] = {"[static var ", owner, ".", r->name ? r->name : "?", "]"};

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "dumpwatch/gcdump.h"
+#include "dumpwatch/heapstatics.h"
 
 static const char *const gen_names[HG_N_GENS] = HEAPDUMP_GEN_NAMES;
 
@@ -206,6 +207,10 @@ int heapdump_run(const struct heapdump_request *req, char *err, size_t errlen)
 
 	if (r < 0)
 		return r;
+	/* Without the classes (the process gone, its files unreadable) the
+	 * statics keep their field names alone. */
+	struct heapstatics_result named;
+	(void)heapstatics_name(req->ep.pid, snap.graph, &named);
 	if (req->gcdump_fd >= 0) {
 		struct timespec now;
 		clock_gettime(CLOCK_REALTIME, &now);

@@ -21,6 +21,7 @@
 #include "dumpwatch/gcdump.h"
 #include "dumpwatch/heapdump.h"
 #include "dumpwatch/heapsnap.h"
+#include "dumpwatch/heapstatics.h"
 #include "dumpwatch/heapsum.h"
 #include "dumpwatch/jsonl.h"
 #include "dumpwatch/log.h"
@@ -321,6 +322,17 @@ static int run(int argc, char **argv)
 		log_error("heap snapshot of %d: %s", (int)pid, err);
 		return r == -ENOENT || r == -EACCES || r == -EPERM || r == -ECONNREFUSED ? DW_EXIT_TARGET
 		                                                                         : DW_EXIT_RUNTIME;
+	}
+	if (!types_only) {
+		struct heapstatics_result named;
+		int e = heapstatics_name(ep.pid, snap.graph, &named);
+		if (e < 0)
+			log_debug("heap snapshot of %d: the classes of its statics: %s", (int)pid, strerror(-e));
+		else
+			log_debug(
+			    "heap snapshot of %d: statics named %zu, ambiguous %zu, unknown %zu, from %zu assemblies "
+			    "(%zu files unread)",
+			    (int)pid, named.named, named.ambiguous, named.unknown, named.files, named.unread);
 	}
 	if (gcdump && write_gcdump(gcdump, pid, &t, &snap) < 0) {
 		hg_free(snap.graph);

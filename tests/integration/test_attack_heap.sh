@@ -7,7 +7,12 @@
 #   terminal), and --json carries it as a JSON string;
 # - a .gcdump written from it is read by dotnet-gcdump;
 # - garbage, a stall and a silent runtime each end the snapshot with one line
-#   that says what happened, within the snapshot's time limit (--timeout).
+#   that says what happened, within the snapshot's time limit (--timeout);
+# - the class that declares a static is read from the assemblies the process
+#   maps: the fake maps a copy of GcLab.dll whose class "Cache" is renamed to
+#   terminal and HTML controls; the path of the static s_entries names it,
+#   escaped in the text, one JSON string in --json, and dotnet-gcdump still
+#   reads the .gcdump that carries it.
 source "$(dirname "$0")/lib.sh"
 : "${DW_FAKERT:?set by ctest: path of dw_fakert}"
 command -v jq >/dev/null || fail "jq missing (scripts/setup.sh installs it)"
@@ -48,7 +53,38 @@ jq -e --arg n "$HOSTILE" '[.types[] | select(.type == $n)] | length == 1' "$T/he
 report_table "$T/hostile.gcdump" "$T/report.txt"
 grep -q 'HeapLeaf' "$T/report.txt" || fail "dotnet-gcdump did not read the hostile walk's file"
 
-# 2. Streams that end badly: one line each, with what happened.
+# 2. An assembly whose metadata lies: the class that declares s_entries is
+# named with controls (5 bytes, as "Cache").
+OWNER=$'\e]\n<b'
+python3 - "$DW_SOURCE_DIR/tests/data/assemblies/GcLab.dll" "$T/Hostile.dll" "$OWNER" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+old, new = b"\0Cache\0", b"\0" + sys.argv[3].encode() + b"\0"
+assert len(old) == len(new) and data.count(old) == 1, "no Cache in the assembly's strings"
+open(sys.argv[2], "wb").write(data.replace(old, new))
+PY
+"$DW_FAKERT" --mode replay --trace "$SRC" --map "$T/Hostile.dll" >"$T/fake.mapped.out" 2>&1 &
+MAPPED=$!
+PIDS+=("$MAPPED")
+FAKES+=("$MAPPED")
+wait_for "grep -q ready '$T/fake.mapped.out'" 10 || fail "fake with a mapped assembly did not start: $(cat "$T/fake.mapped.out")"
+grep -q "Hostile.dll" "/proc/$MAPPED/maps" || fail "the fake does not map the assembly"
+"$DUMPWATCH" heap --timeout 60s "$MAPPED" >"$T/owner.txt" 2>"$T/owner.err" ||
+	fail "heap of the fake with an assembly failed: $(cat "$T/owner.err")"
+! grep -q $'[\e]' "$T/owner.txt" "$T/owner.err" || fail "a raw ESC reached the output"
+grep -qF '    \x1b]\n<b.s_entries (static) → System.Collections.Generic.List<System.Byte[]>' "$T/owner.txt" ||
+	fail "the hostile class is not shown escaped: $(grep -A3 'What holds' "$T/owner.txt")"
+grep -qF '    HeapNode.s_root (static)' "$T/owner.txt" && fail "s_root named with its value's type"
+grep -qF '    Graph.s_root (static)' "$T/owner.txt" || fail "Graph.s_root not named: $(grep -A12 'What holds' "$T/owner.txt")"
+"$DUMPWATCH" heap --json --timeout 60s --gcdump "$T/owner.gcdump" "$MAPPED" >"$T/owner.json" 2>"$T/owner.err" ||
+	fail "heap --json of the fake with an assembly failed: $(cat "$T/owner.err")"
+jq -e --arg r "$OWNER.s_entries (static)" '[.paths[] | select(.root == $r)] | length == 1' "$T/owner.json" >/dev/null ||
+	fail "the hostile class is not one JSON string: $(jq -c '[.paths[].root]' "$T/owner.json")"
+report_table "$T/owner.gcdump" "$T/owner-report.txt"
+grep -q 'HeapLeaf' "$T/owner-report.txt" || fail "dotnet-gcdump did not read the gcdump with the hostile class"
+echo "hostile class: $(grep -F 's_entries (static)' "$T/owner.txt" | head -1)"
+
+# 3. Streams that end badly: one line each, with what happened.
 start_fake garbage "$SRC"
 start_fake stall "$SRC"
 start_fake idle "$SRC"

@@ -5,7 +5,8 @@
 # `dotnet-gcdump collect` + `report` (the NuGet tool) agree within 1 % on the
 # count and bytes of the 1 MiB arrays (all in the LOH), of HeapNode and
 # HeapLeaf; the retention path of System.Byte[] runs from the static field
-# s_entries through the List<System.Byte[]> and its array, and that list
+# Cache.s_entries (named with its class, although the class Decoy declares
+# an s_entries of its own) through the List<System.Byte[]> and its array, and that list
 # retains the 400 MiB. The table (without --json) has dotnet-gcdump
 # report's columns, then the types that retain the most. `heap --types` (a
 # histogram, no graph) gives the same rows and generations for those types,
@@ -69,13 +70,13 @@ awk -v a="$total" -v b="$report_total" 'BEGIN { d = a - b; if (d < 0) d = -d; ex
 
 # What holds the arrays.
 path=$(jq -c '.paths[] | select(.type == "System.Byte[]")' "$T/heap.json")
-[ "$(jq -r .root <<<"$path")" = "s_entries (static)" ] || fail "System.Byte[] path: $path"
+[ "$(jq -r .root <<<"$path")" = "Cache.s_entries (static)" ] || fail "System.Byte[] path: $path"
 [ "$(jq -r '[.steps[].type] | join(" > ")' <<<"$path")" = \
 	"System.Collections.Generic.List<System.Byte[]> > System.Byte[][] > System.Byte[]" ] || fail "System.Byte[] path: $path"
 [ "$(jq -r .objects <<<"$path")" -ge 400 ] || fail "the path holds fewer than the 400 arrays: $path"
 path=$(jq -c '.paths[] | select(.type == "HeapLeaf")' "$T/heap.json")
 [ "$(jq -r '.root + " " + ([.steps[] | .type + (if .nested then "*" else "" end)] | join(" "))' <<<"$path")" = \
-	"s_root (static) HeapNode* HeapLeaf" ] || fail "HeapLeaf path: $path"
+	"Graph.s_root (static) HeapNode* HeapLeaf" ] || fail "HeapLeaf path: $path"
 # What the list keeps alive: its array and the 400 arrays of 1 MiB, counted
 # once although nothing else holds them; and it is among the types that
 # retain the most.
@@ -98,7 +99,7 @@ grep_q -E '^ +[0-9,]+  GC Heap bytes$' "$T/heap.txt" || fail "no heap bytes line
 grep_q -E '^ +Object Bytes +Count  Type$' "$T/heap.txt" || fail "no table header"
 grep_q -E '^ +[0-9,]+ +100,000  HeapNode$' "$T/heap.txt" || fail "no HeapNode row"
 grep_q -E '^ +419,[0-9,]+ +[0-9,]+  loh$' "$T/heap.txt" || fail "no LOH line: $(grep -A8 'By generation' "$T/heap.txt")"
-grep_q -F '    s_entries (static) → System.Collections.Generic.List<System.Byte[]> → System.Byte[][] → System.Byte[]' \
+grep_q -F '    Cache.s_entries (static) → System.Collections.Generic.List<System.Byte[]> → System.Byte[][] → System.Byte[]' \
 	"$T/heap.txt" || fail "no path line: $(grep -A8 'What holds' "$T/heap.txt")"
 grep_q -E '^ +Retained Bytes +Object Bytes +Count  Type$' "$T/heap.txt" || fail "no retained table: $(tail -20 "$T/heap.txt")"
 grep_q -E '^ +4[0-9]{2}(,[0-9]{3}){2} +[0-9,]+ +1  System\.Collections\.Generic\.List<System\.Byte\[\]>$' "$T/heap.txt" ||

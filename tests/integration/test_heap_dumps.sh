@@ -61,11 +61,11 @@ big=$(jq '[.heap.types[] | select(.type == "System.Byte[]") | .generations.loh] 
 path=$(jq -r '.heap.paths[] | select(.type == "System.Byte[]") | [.root, (.steps[].type)] | join(" -> ")' "$J" | head -1)
 echo "path: $path"
 case "$path" in
-"s_entries (static) -> System.Collections.Generic.List<System.Byte[]> -> System.Byte[][] -> System.Byte[]") ;;
+"Cache.s_entries (static) -> System.Collections.Generic.List<System.Byte[]> -> System.Byte[][] -> System.Byte[]") ;;
 *) fail "the path of System.Byte[]: '$path'" ;;
 esac
-jq -r '.heap.paths[] | select(.type == "HeapNode") | .root' "$J" | grep -qx 's_root (static)' ||
-	fail "HeapNode not held by s_root: $(jq -c '.heap.paths' "$J")"
+jq -r '.heap.paths[] | select(.type == "HeapNode") | .root' "$J" | grep -qx 'Graph.s_root (static)' ||
+	fail "HeapNode not held by Graph.s_root: $(jq -c '.heap.paths' "$J")"
 jq -e '.heap.pause_ms > 0' "$J" >/dev/null || fail "no pause measured: $(jq -c .heap "$J" | head -c 300)"
 # What the list retains: its 200 arrays of 1 MiB, among the types that
 # retain the most (the list itself is too small for the top types by bytes).

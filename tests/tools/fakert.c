@@ -20,17 +20,15 @@
  *
  * usage: dw_fakert --mode MODE --trace FILE.nettrace (not for idle)
  *                  [--entry S] [--cmdline S] [--runtime-version S]
- *                  [--delay-ms N]
- * The options choose what ProcessInfo reports (entry assembly, command line,
- * runtime version; "" is an empty string). S is taken as UTF-8 and sent as
- * UTF-16; a byte that is not valid UTF-8 is sent as a lone surrogate
- * (U+DC80-U+DCFF), which no valid string holds. --delay-ms makes a slow
- * peer: every request (ProcessInfo, CollectTracing, StopTracing, a dump, any
- * other) is answered only N ms (0 to 600000) after it was read; connections
- * are served each on its own thread, so the delays of several run side by
- * side, as in a runtime busy elsewhere.
- * Prints "ready pid=N" once listening. StopTracing is answered; a dump
- * request is refused. Runs until killed. */
+ *                  [--delay-ms N] [--map FILE]
+ * --map keeps FILE mapped (as a runtime maps its assemblies) for readers of
+ * /proc/PID/maps: an assembly whose metadata lies. The options choose what ProcessInfo reports (entry assembly, command
+ * line, runtime version; "" is an empty string). S is taken as UTF-8 and sent as UTF-16; a byte that is not valid UTF-8
+ * is sent as a lone surrogate (U+DC80-U+DCFF), which no valid string holds. --delay-ms makes a slow peer: every request
+ * (ProcessInfo, CollectTracing, StopTracing, a dump, any other) is answered only N ms (0 to 600000) after it was read;
+ * connections are served each on its own thread, so the delays of several run side by side, as in a runtime busy
+ * elsewhere. Prints "ready pid=N" once listening. StopTracing is answered; a dump request is refused. Runs until
+ * killed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -39,7 +37,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -324,9 +324,25 @@ static int load_trace(const char *path)
 	return loop_end && cut_mid ? 0 : -1;
 }
 
+/* --map: keeps FILE mapped, as a runtime maps the assemblies it loads,
+ * for the readers of /proc/PID/maps. */
+static int map_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size == 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	return m == MAP_FAILED ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *trace_path = NULL;
+	const char *trace_path = NULL, *map_path = NULL;
 	int bad_delay = 0;
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--mode") == 0)
@@ -339,6 +355,8 @@ int main(int argc, char **argv)
 			info_cmdline = argv[i + 1];
 		else if (strcmp(argv[i], "--runtime-version") == 0)
 			info_runtime = argv[i + 1];
+		else if (strcmp(argv[i], "--map") == 0)
+			map_path = argv[i + 1];
 		else if (strcmp(argv[i], "--delay-ms") == 0) {
 			char *end;
 			errno = 0;
@@ -348,11 +366,12 @@ int main(int argc, char **argv)
 	}
 	int idle = mode && strcmp(mode, "idle") == 0;
 	if (!mode || (!idle && (!trace_path || load_trace(trace_path) < 0)) || strlen(info_entry) > 256 ||
-	    strlen(info_cmdline) > 256 || strlen(info_runtime) > 256 || bad_delay) {
+	    strlen(info_cmdline) > 256 || strlen(info_runtime) > 256 || bad_delay ||
+	    (map_path && map_file(map_path) < 0)) {
 		fprintf(stderr,
 		        "usage: dw_fakert --mode MODE --trace FILE.nettrace (a readable trace)\n"
 		        "                 [--entry S] [--cmdline S] [--runtime-version S] (at most 256 bytes each)\n"
-		        "                 [--delay-ms N] (0 to 600000)\n");
+		        "                 [--delay-ms N] (0 to 600000) [--map FILE] (a readable file)\n");
 		return 1;
 	}
 

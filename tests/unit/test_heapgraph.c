@@ -12,53 +12,9 @@
 #include "dumpwatch/heapgraph.h"
 #include "dumpwatch/heapsum.h"
 #include "dumpwatch/nettrace.h"
+#include "heaprec.h"
 
 /* ---- recorded snapshots ---- */
-
-struct run {
-	struct heapgraph *g;
-	int pointer_size;
-	int errors;
-	char err[256];
-	unsigned by_id[64];
-	unsigned bad_version;
-};
-
-static void on_info(void *ctx, const struct nettrace_info *info)
-{
-	((struct run *)ctx)->pointer_size = info->pointer_size;
-}
-
-static void on_event(void *ctx, const struct nettrace_event *ev)
-{
-	struct run *r = ctx;
-	int k = hg_feed(r->g, ev, r->pointer_size, r->err, sizeof(r->err));
-	if (k < 0) {
-		r->errors++;
-		fprintf(stderr, "hg_feed: %s\n", r->err);
-	}
-	if (k == 1 && ev->meta->event_id < 64) {
-		r->by_id[ev->meta->event_id]++;
-		if (ev->meta->version != 0 && ev->meta->event_id >= 15)
-			r->bad_version++;
-	}
-}
-
-static uint8_t *load(const char *name, size_t *len)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", DW_TEST_DATA, name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *b = malloc((size_t)n);
-	*len = fread(b, 1, (size_t)n, f);
-	fclose(f);
-	return b;
-}
 
 static const struct hs_row *row_named(const struct heapgraph *g, const struct heapsum *s, const char *name)
 {

@@ -87,6 +87,9 @@ struct hg_root {
 	 * although PerfView names the root "[static var TYPE.field]" with it. */
 	uint32_t owner_type;
 	char *name; /* HG_ROOT_STATIC: the field's name ("s_entries"), else NULL */
+	/* HG_ROOT_STATIC: the class that declares the field ("Cache"), when
+	 * hg_root_set_owner named it from the assemblies' metadata, else NULL. */
+	char *owner;
 };
 
 struct hg_limits {
@@ -162,6 +165,9 @@ size_t hg_n_edges(const struct heapgraph *g);
 const struct hg_node *hg_node(const struct heapgraph *g, size_t i);
 const struct hg_type *hg_type(const struct heapgraph *g, size_t i);
 const struct hg_root *hg_root(const struct heapgraph *g, size_t i);
+/* Names the class that declares static root i (a copy of owner is kept).
+ * 0, -ENOMEM, -EINVAL when i is not a static root. */
+int hg_root_set_owner(struct heapgraph *g, size_t i, const char *owner);
 /* Edge targets of node i (node indices, HG_NONE for unresolved); *n set. */
 const uint32_t *hg_edges(const struct heapgraph *g, size_t i, size_t *n);
 /* The node at addr, HG_NONE when none (after hg_finish). */

@@ -189,6 +189,17 @@ static class Graph {
     public static HeapNode? s_root;
 }
 
+// Static fields of the same names in another class, declared with other
+// types: the snapshot must still name Cache and Graph as the owners of the
+// roots that hold the known objects (and Decoy as that of its dictionary).
+static class Decoy {
+    public static Dictionary<string, int> s_entries = new();
+    public static string[]? s_root;
+    public static class Nested {
+        public static object? s_any;
+    }
+}
+
 static class HeapSet {
     public static string Make(int n, int bytes, int nodes)
     {
@@ -205,6 +216,7 @@ static class HeapSet {
             if (2 * i + 2 < nodes) all[i].Right = all[2 * i + 2];
         }
         Graph.s_root = nodes > 0 ? all[0] : null;
+        Decoy.s_entries["decoy"] = n;
         GC.Collect(2, GCCollectionMode.Forced, blocking: true, compacting: true);
         return $"entries={Cache.s_entries.Count} entry_bytes={bytes} nodes={nodes}";
     }
