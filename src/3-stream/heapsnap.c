@@ -99,7 +99,8 @@ int heapsnap_take(const struct ipc_endpoint *ep, const struct heapsnap_opts *opt
 	int save_fd = opts ? opts->save_fd : -1;
 	uint64_t session, bytes = 0;
 	int sock = -1, r, stopped = 0, ended = 0;
-	static uint8_t buf[1 << 16];
+	/* 1 MiB reads: a 10 M-object walk is some 440 MB of events. */
+	static uint8_t buf[1 << 20];
 
 	memset(out, 0, sizeof(*out));
 	c.g = opts && opts->histogram ? hg_new_histogram(opts->limits) : hg_new(opts ? opts->limits : NULL);
