@@ -297,7 +297,8 @@ static void dump_done(struct target *t, const struct target_rule *tr, struct dum
 
 /* A core dump of a rule with heap-summary is published: its heap snapshot
  * starts as t->job, and the dump waits in t->fx_res. 0 when started, else
- * -errno with the reason noted for its context. */
+ * -errno with the reason noted for its context (-ESRCH: the process has
+ * exited, which the loop may not have heard yet: no snapshot is tried). */
 static int summary_start(struct target *t, const struct dump_result *res)
 {
 	struct dump_request req = {
@@ -307,12 +308,18 @@ static int summary_start(struct target *t, const struct dump_result *res)
 	    .socket_path = t->dt.socket_path,
 	    .timeout_ns = t->cfg->opt->dump_timeout_ns,
 	};
-	int rc = dump_heap_summary_start(&req, &t->job, t->fx_heap_err, sizeof(t->fx_heap_err));
+	int rc = -ESRCH;
+
+	if (t->exited || discovery_exited(t->dt.pid, t->dt.starttime))
+		snprintf(t->fx_heap_err, sizeof(t->fx_heap_err),
+		         "the process exited after its dump, before its heap summary could be taken");
+	else
+		rc = dump_heap_summary_start(&req, &t->job, t->fx_heap_err, sizeof(t->fx_heap_err));
 
 	if (rc < 0) {
 		t->job = NULL;
 		t->fx.heap_error = t->fx_heap_err;
-		log_warn("heap summary of pid %d (%s): %s", (int)t->dt.pid, t->name, t->fx_heap_err);
+		log_warn("heap summary of pid %d (%s) for %s: %s", (int)t->dt.pid, t->name, res->path, t->fx_heap_err);
 		return rc;
 	}
 	t->fx_res = *res;

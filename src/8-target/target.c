@@ -578,6 +578,14 @@ void target_detach(struct target *t, const char *why)
 static void gone(struct target *t)
 {
 	t->exited = 1;
+	/* Its pidfd has said what it had to say; left on the loop it stays
+	 * readable and would call here on every turn while a dump or a heap
+	 * summary of the dead process ends (a core spun at 100 %). */
+	if (t->pidfd >= 0) {
+		loop_del(t->cfg->loop, t->pidfd);
+		close(t->pidfd);
+		t->pidfd = -1;
+	}
 	if (t->job)
 		return; /* on_dump finishes the story */
 	op_drop(t);
@@ -589,11 +597,6 @@ static void gone(struct target *t)
 			close(fd);
 	}
 	stop_done(t);
-	if (t->pidfd >= 0) {
-		loop_del(t->cfg->loop, t->pidfd);
-		close(t->pidfd);
-		t->pidfd = -1;
-	}
 	t->state = TARGET_GONE;
 	t->retry_ns = 0;
 	procstat_close(t->ps);

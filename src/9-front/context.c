@@ -236,6 +236,42 @@ struct json_object *cx_heap_path_of(struct json_object *heap, const char *type, 
 	return NULL;
 }
 
+void cx_heap_retained(struct json_object *heap, size_t max, struct cx_retained *out)
+{
+	struct json_object *ret = jv_typed(heap, HEAPDUMP_KEY_RETAINED, json_type_object);
+	struct json_object *computed = jv_typed(ret, HEAPDUMP_KEY_RETAINED_COMPUTED, json_type_boolean);
+
+	memset(out, 0, sizeof(*out));
+	if (!ret) {
+		out->state = CX_RETAINED_ABSENT;
+		return;
+	}
+	if (!computed || !json_object_get_boolean(computed)) {
+		out->state = CX_RETAINED_NOT_COMPUTED;
+		out->why = jv_str(ret, HEAPDUMP_KEY_RETAINED_WHY, &out->why_len);
+		return;
+	}
+	out->state = CX_RETAINED_COMPUTED;
+	out->types = jv_typed(ret, HEAPDUMP_KEY_RETAINED_TYPES, json_type_array);
+	out->n = out->types ? json_object_array_length(out->types) : 0;
+	if (out->n > max)
+		out->n = max;
+}
+
+void cx_heap_retained_row(const struct cx_retained *r, size_t i, struct cx_retained_row *out)
+{
+	struct json_object *e = i < r->n ? json_object_array_get_idx(r->types, i) : NULL;
+	double d;
+
+	out->type = jv_str(e, HEAPDUMP_KEY_TYPE_TYPE, &out->type_len);
+	snprintf(out->retained, sizeof(out->retained), "?");
+	snprintf(out->bytes, sizeof(out->bytes), "?");
+	if (jv_num(e, HEAPDUMP_KEY_TYPE_RETAINED_BYTES, &d))
+		units_format(d, UNIT_BYTES, out->retained, sizeof(out->retained));
+	if (jv_num(e, HEAPDUMP_KEY_TYPE_BYTES, &d))
+		units_format(d, UNIT_BYTES, out->bytes, sizeof(out->bytes));
+}
+
 /* A byte that may be part of a .NET identifier as the runtime names types:
  * letters, digits, '_', '`' (List`1), and any byte of a multibyte character. */
 static int ident_byte(unsigned char c)

@@ -54,6 +54,31 @@ void cx_heap_other(struct json_object *heap, size_t shown, struct cx_heap_other 
 #define CX_HEAP_PATHS_SCAN 64
 struct json_object *cx_heap_path_of(struct json_object *heap, const char *type, size_t len);
 
+/* The retained sizes of heap (a context's "heap", its "retained"), as both
+ * views read them: absent (a summary that says nothing of them), not
+ * computed (with the summary's reason, when it gives one as a string), or
+ * computed (every "computed" but true is not), with the types that keep the
+ * most alive: the first n of them, at most the max the caller shows. */
+enum cx_retained_state { CX_RETAINED_ABSENT, CX_RETAINED_NOT_COMPUTED, CX_RETAINED_COMPUTED };
+struct cx_retained {
+	enum cx_retained_state state;
+	const char *why; /* NOT_COMPUTED: NULL when the summary gives no reason */
+	size_t why_len;
+	struct json_object *types; /* COMPUTED: the array, or NULL */
+	size_t n;                  /* COMPUTED: the types to show */
+};
+void cx_heap_retained(struct json_object *heap, size_t max, struct cx_retained *out);
+
+/* Row i (< r->n) of the types that keep the most alive: the type's name
+ * (NULL when it is not a string; unescaped, type_len bytes), what it retains
+ * and its own bytes formatted ("209.7MB"; "?" when not a number). */
+struct cx_retained_row {
+	const char *type;
+	size_t type_len;
+	char retained[48], bytes[48];
+};
+void cx_heap_retained_row(const struct cx_retained *r, size_t i, struct cx_retained_row *out);
+
 /* context_html_escape of a NUL-terminated string. */
 void cx_h(FILE *out, const char *s);
 

@@ -1,8 +1,8 @@
 /* One dump context as a card of `dumpwatch report`'s page (context.h): the
  * outcome, the process, the rule and its conditions, the dump, the types
- * that allocated most, the heap summary (the largest types and what holds
- * them), links to the files beside it, and the plot inline; the page's
- * style sheet. Every string
+ * that allocated most, the heap summary (the largest types, what holds
+ * them and what they keep alive), links to the files beside it, and the plot
+ * inline; the page's style sheet. Every string
  * from the context is HTML-escaped (context_html_escape); links are relative
  * and percent-encoded, built from names found in the directory, never from
  * paths inside the file. The page around the cards is report_page.c's. */
@@ -325,9 +325,43 @@ static void html_path(FILE *out, struct json_object *type, struct json_object *p
 	fputs("</code></p>", out);
 }
 
+/* The types that keep the most alive (the summary's "retained",
+ * cx_heap_retained) in a table, or why their retained sizes are missing. */
+static void html_retained(FILE *out, struct json_object *heap)
+{
+	struct cx_retained r;
+
+	cx_heap_retained(heap, CONTEXT_CARD_HEAP_RETAINED, &r);
+	if (r.state == CX_RETAINED_NOT_COMPUTED) {
+		fputs("<p class=\"retained\">retained sizes: not computed", out);
+		if (r.why) {
+			fputs(": ", out);
+			context_html_escape(out, r.why, r.why_len);
+		}
+		fputs("</p>", out);
+		return;
+	}
+	if (r.n == 0)
+		return;
+	fputs("<p class=\"retained\">what they keep alive <span class=\"src\">(retained: the objects only they "
+	      "hold, themselves included)</span></p>"
+	      "<table class=\"heap\"><tr><th class=\"n\">retained</th><th class=\"n\">bytes</th><th>type</th></tr>\n",
+	      out);
+	for (size_t i = 0; i < r.n; i++) {
+		struct cx_retained_row row;
+
+		cx_heap_retained_row(&r, i, &row);
+		fprintf(out, "<tr><td class=\"n\">%s</td><td class=\"n\">%s</td><td><code>", row.retained, row.bytes);
+		h_name(out, row.type, row.type_len, 0);
+		fputs("</code></td></tr>\n", out);
+	}
+	fputs("</table>", out);
+}
+
 /* The row of the heap summary: the largest types in a table, the paths
- * that hold the first of them, the target's pause; or why the summary is
- * missing. Only the first CONTEXT_CARD_HEAP_TYPES types are read. */
+ * that hold the first of them, the types that keep the most alive, the
+ * target's pause; or why the summary is missing. Only the first
+ * CONTEXT_CARD_HEAP_TYPES types are read. */
 static void html_heap(FILE *out, struct json_object *ctx)
 {
 	struct json_object *heap = jv_typed(ctx, DUMPCTX_KEY_HEAP, json_type_object);
@@ -404,6 +438,7 @@ static void html_heap(FILE *out, struct json_object *ctx)
 			paths++;
 		}
 	}
+	html_retained(out, heap);
 	fputs("</td></tr>\n", out);
 }
 
@@ -558,6 +593,7 @@ const char cx_page_style[] =
     ".heap td{padding:.1em .9em .1em 0}\n"
     ".heap .n{text-align:right;white-space:nowrap}\n"
     ".path{margin:.3em 0;overflow-wrap:anywhere}\n"
+    ".retained{margin:.5em 0 0}\n"
     ".left-out{color:#8b4500}\n"
     "a{color:#0645ad}\n"
     "@media print{body{margin:0;max-width:none}.card{break-inside:avoid;page-break-inside:avoid}a{color:#000}}\n";

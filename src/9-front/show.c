@@ -568,56 +568,41 @@ static void show_path(FILE *out, struct json_object *path, int utf8)
 	fputc('\n', out);
 }
 
-/* The heap summary (heap: absent unless a snapshot was asked for;
- * heap_error: why it is missing). Names come from the process or the file:
- * escaped, cut. Only the first CONTEXT_SHOW_HEAP_TYPES types and the paths
- * of the first CONTEXT_SHOW_HEAP_PATHS are read, whatever the file holds. */
-/* The types that keep the most alive (the summary's "retained"), or why
- * their retained sizes are missing. */
+/* The types that keep the most alive (the summary's "retained",
+ * cx_heap_retained), or why their retained sizes are missing. */
 static void show_retained(FILE *out, struct json_object *heap, int utf8)
 {
-	struct json_object *ret = jv_typed(heap, HEAPDUMP_KEY_RETAINED, json_type_object);
-	struct json_object *types = jv_typed(ret, HEAPDUMP_KEY_RETAINED_TYPES, json_type_array);
-	struct json_object *computed = jv_typed(ret, HEAPDUMP_KEY_RETAINED_COMPUTED, json_type_boolean);
-	size_t len, n = types ? json_object_array_length(types) : 0;
-	const char *why = jv_str(ret, HEAPDUMP_KEY_RETAINED_WHY, &len);
-	char b1[48], b2[48];
-	double d;
+	struct cx_retained r;
 
-	if (!ret)
-		return;
-	if (!computed || !json_object_get_boolean(computed)) {
+	cx_heap_retained(heap, CONTEXT_SHOW_HEAP_RETAINED, &r);
+	if (r.state == CX_RETAINED_NOT_COMPUTED) {
 		fputs("  retained sizes: not computed", out);
-		if (why) {
+		if (r.why) {
 			fputs(": ", out);
-			text_put_escaped(out, why, len);
+			text_put_escaped(out, r.why, r.why_len);
 		}
 		fputc('\n', out);
 		return;
 	}
-	if (n > CONTEXT_SHOW_HEAP_RETAINED)
-		n = CONTEXT_SHOW_HEAP_RETAINED;
-	if (n)
+	if (r.n)
 		fprintf(out,
 		        "  what they keep alive (retained: the objects only they hold, themselves included):\n"
 		        "  %9s %9s  %s\n",
 		        "retained", "bytes", "type");
-	for (size_t i = 0; i < n; i++) {
-		struct json_object *e = json_object_array_get_idx(types, i);
-		const char *type = jv_str(e, HEAPDUMP_KEY_TYPE_TYPE, &len);
+	for (size_t i = 0; i < r.n; i++) {
+		struct cx_retained_row row;
 
-		snprintf(b1, sizeof(b1), "?");
-		snprintf(b2, sizeof(b2), "?");
-		if (jv_num(e, HEAPDUMP_KEY_TYPE_RETAINED_BYTES, &d))
-			units_format(d, UNIT_BYTES, b1, sizeof(b1));
-		if (jv_num(e, HEAPDUMP_KEY_TYPE_BYTES, &d))
-			units_format(d, UNIT_BYTES, b2, sizeof(b2));
-		fprintf(out, "  %9s %9s  ", b1, b2);
-		put_name(out, type, len, 0, utf8);
+		cx_heap_retained_row(&r, i, &row);
+		fprintf(out, "  %9s %9s  ", row.retained, row.bytes);
+		put_name(out, row.type, row.type_len, 0, utf8);
 		fputc('\n', out);
 	}
 }
 
+/* The heap summary (heap: absent unless a snapshot was asked for;
+ * heap_error: why it is missing). Names come from the process or the file:
+ * escaped, cut. Only the first CONTEXT_SHOW_HEAP_TYPES types and the paths
+ * of the first CONTEXT_SHOW_HEAP_PATHS are read, whatever the file holds. */
 static void show_heap(FILE *out, struct json_object *ctx, int utf8)
 {
 	static const char *const keys[HG_N_GENS] = HEAPDUMP_GEN_NAMES;

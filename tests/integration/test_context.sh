@@ -14,7 +14,8 @@
 # in), as it does the SVG. Both are bounded: a file over 4 MiB is refused
 # unread, and a report of 39 MiB of contexts reads the newest 32 MiB and names
 # the oldest, left out, in one line. A page of contexts with heap summaries,
-# one with hostile type and root names, renders with the names as text.
+# one with hostile type and root names, renders with the names as text, and
+# with the types that keep the most alive, or why their sizes are missing.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 CHECK_RENDER="$DW_SOURCE_DIR/tests/tools/render_check.py"
@@ -214,33 +215,56 @@ grep_q -F "huge.json: too large for a dump context (4194305 bytes; at most 41943
 	grep_q -F "2 more files left out (the oldest)" "$T/bounds/index.html" ||
 	fail "the page does not hold the eight newest and say two were left out"
 
-# The heap summary on the page: the real context with one (tests/data/context)
-# and the same made hostile (a type and a root named with markup and a script,
-# a heap_error with markup), rendered by Chromium: the table and the path are
-# there, the names show as text and smuggle in no element.
+# The heap summary on the page: the real context with one (tests/data/context,
+# written before retained sizes were: none shown), the same made hostile (a
+# type, a root and a type that keeps the most alive named with markup and a
+# script, a heap_error with markup) and the same with retained sizes not
+# computed (a reason with markup), rendered by Chromium: the tables and the
+# path are there, the names show as text and smuggle in no element.
 HEAPCTX="$DW_SOURCE_DIR/tests/data/context/GcLab-3033-20261128T130335Z.json"
 mkdir "$T/heap"
 cp "$HEAPCTX" "$T/heap/"
-$PY - "$HEAPCTX" "$T/heap/hostile.json" <<'EOF'
+$PY - "$HEAPCTX" "$T/heap/hostile.json" "$T/heap/not-computed.json" <<'EOF'
 import json, sys
 c = json.load(open(sys.argv[1]))
 evil = "<b>\"q'&</b><script>alert(1)</script>"
 c["heap"]["types"][0]["type"] = "Evil" + evil
 c["heap"]["paths"][0]["type"] = "Evil" + evil
 c["heap"]["paths"][0]["root"] = "s_<img src=x onerror=alert(1)> (static)"
+c["heap"]["retained"] = {"computed": True, "passes": 2, "unreachable_bytes": 0, "types": [
+    {"type": "System.Collections.Generic.List<System.Byte[]>", "retained_bytes": 104858296, "bytes": 32, "objects": 1},
+    {"type": "Kept" + evil, "retained_bytes": 400000, "bytes": 400000, "objects": 10000}]}
 c["heap_error"] = "<i>failed</i>"
 c["fired_unix_ms"] += 1
 json.dump(c, open(sys.argv[2], "w"))
+c = json.load(open(sys.argv[1]))
+c["heap"]["retained"] = {"computed": False,
+                         "why": "the heap has 5000000 objects, more than the 4000000 <u>retained</u>"}
+c["fired_unix_ms"] += 2
+json.dump(c, open(sys.argv[3], "w"))
 EOF
 "$DUMPWATCH" report "$T/heap" >"$T/heap.out" 2>&1 || fail "report of the heap contexts failed: $(cat "$T/heap.out")"
-grep_q -F "2 dumps (0 skipped, 0 failed)" "$T/heap.out" || fail "report of the heap contexts: $(cat "$T/heap.out")"
+grep_q -F "3 dumps (0 skipped, 0 failed)" "$T/heap.out" || fail "report of the heap contexts: $(cat "$T/heap.out")"
 $PY "$CHECK_RENDER" screenshot "$T/heap/index.html" "$T/heap.png" --expect "s_entries (static)" \
 	--expect "List<Byte[]>" --expect "HeapNode" --expect "System.Byte[]" --expect "228 other types" \
 	--literal 'Evil<b>"q'"'"'&</b><script>alert(1)</script>' --literal 's_<img src=x onerror=alert(1)> (static)' \
-	--literal "no summary: <i>failed</i>" --no-element script --no-element img --no-element b --no-element i ||
+	--literal "no summary: <i>failed</i>" \
+	--expect "what they keep alive (retained: the objects only they hold, themselves included)" \
+	--expect "System.Collections.Generic.List<System.Byte[]>" \
+	--literal 'Kept<b>"q'"'"'&</b><script>alert(1)</script>' \
+	--literal "retained sizes: not computed: the heap has 5000000 objects, more than the 4000000 <u>retained</u>" \
+	--no-element script --no-element img --no-element b --no-element i --no-element u ||
 	fail "the heap summary on the page does not render as expected"
+# One card with retained sizes, one saying why there are none, and none on
+# the card of the context written before them.
+grep_q -F '<tr><td class="n">104.9MB</td><td class="n">32B</td><td><code>System.Collections.Generic.List&lt;System.Byte[]&gt;</code></td></tr>' \
+	"$T/heap/index.html" || fail "no row of what the list keeps alive: $(grep -o 'class="retained">.*' "$T/heap/index.html")"
+[ "$(grep -c 'what they keep alive' "$T/heap/index.html")" = 1 ] &&
+	[ "$(grep -c 'retained sizes: not computed' "$T/heap/index.html")" = 1 ] ||
+	fail "retained sizes on the cards: $(grep -o 'class="retained">[^<]*' "$T/heap/index.html")"
 "$DUMPWATCH" show "$T/heap/hostile.json" >"$T/heap-show.txt" || fail "show of the hostile heap failed"
 grep_q -F "heap summary: missing: <i>failed</i>" "$T/heap-show.txt" &&
-	grep_q -F "      s_<img src=x onerror=alert(1)> (static) " "$T/heap-show.txt" ||
+	grep_q -F "      s_<img src=x onerror=alert(1)> (static) " "$T/heap-show.txt" &&
+	grep_q -F "    104.9MB       32B  System.Collections.Generic.List<System.Byte[]>" "$T/heap-show.txt" ||
 	fail "show of the hostile heap: $(cat "$T/heap-show.txt")"
-echo "PASS: 3 dumps, 1 skipped, each with its context; delete-oldest took the oldest with its files; show and report render; show and report bounded; the heap summary renders, hostile names as text"
+echo "PASS: 3 dumps, 1 skipped, each with its context; delete-oldest took the oldest with its files; show and report render; show and report bounded; the heap summary renders with what it keeps alive, hostile names as text"

@@ -796,13 +796,35 @@ static struct json_object *hostile_heap(void)
 	return ctx;
 }
 
-/* Retained sizes, when the summary has them, and why not when it says so:
- * names escaped, wrong-typed figures shown as "?". */
+/* The page `report` writes of ctx alone (malloc'd), read back. */
+static char *report_page_of(struct json_object *ctx)
+{
+	char dir[] = "/tmp/test_context_one.XXXXXX", path[PATH_MAX], *sum = NULL, *caught, *page = NULL;
+	size_t len;
+	int r;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/one.json", dir);
+	CHECK(json_object_to_file_ext(path, ctx, JSON_C_TO_STRING_PLAIN) == 0);
+	caught = report_caught(dir, NULL, &sum, &r);
+	CHECK_MSG(strstr(sum, ": 1 dump (0 skipped, 0 failed)\n") != NULL, "%s", sum);
+	snprintf(path, sizeof(path), "%s/index.html", dir);
+	page = slurp(path, &len);
+	CHECK(page != NULL && !has_control(page, len));
+	free(sum);
+	free(caught);
+	remove_dir(dir);
+	return page ? page : strdup("");
+}
+
+/* Retained sizes, when the summary has them, and why not when it says so,
+ * in show and on the report's card alike: names escaped, wrong-typed
+ * figures shown as "?". */
 static void test_show_retained(void)
 {
 	struct json_object *ctx = heap_fixture(), *heap = at(ctx, "heap");
 	struct json_object *ret = json_object_new_object(), *types = json_object_new_array();
-	char *buf = NULL;
+	char *buf = NULL, *page;
 	size_t len = 0;
 	FILE *m;
 
@@ -831,6 +853,19 @@ static void test_show_retained(void)
 	CHECK(count(buf, "      32B  ") == CONTEXT_SHOW_HEAP_RETAINED);
 	free(buf);
 	buf = NULL;
+	page = report_page_of(ctx);
+	CHECK(strstr(page, "<p class=\"retained\">what they keep alive <span class=\"src\">(retained: the objects "
+	                   "only they hold, themselves included)</span></p><table class=\"heap\"><tr><th "
+	                   "class=\"n\">retained</th><th class=\"n\">bytes</th><th>type</th></tr>\n"
+	                   "<tr><td class=\"n\">209.7MB</td><td class=\"n\">32B</td><td><code>"
+	                   "System.Collections.Generic.List&lt;System.Byte[]&gt;</code></td></tr>\n"
+	                   "<tr><td class=\"n\">209.7MB</td><td class=\"n\">32B</td><td><code>"
+	                   "Evil[31m&lt;script&gt;alert(1)&lt;/script&gt; &amp;&quot;&#39;</code></td></tr>\n"
+	                   "<tr><td class=\"n\">?</td><td class=\"n\">32B</td>") != NULL);
+	CHECK(strstr(page, "<script") == NULL);
+	CHECK(count(page, "<td class=\"n\">32B</td>") == CONTEXT_CARD_HEAP_RETAINED);
+	CHECK(count(page, "what they keep alive") == 1 && strstr(page, "not computed") == NULL);
+	free(page);
 
 	ret = json_object_new_object();
 	json_object_object_add(ret, "computed", json_object_new_boolean(0));
@@ -842,6 +877,34 @@ static void test_show_retained(void)
 	CHECK(strstr(buf, "  retained sizes: not computed: the heap has more than 4000000 objects\\x1b[2J\n") != NULL);
 	CHECK(strstr(buf, "what they keep alive") == NULL);
 	free(buf);
+	json_object_object_add(ret, "why", json_object_new_string("more than 4000000 objects <i>x</i>\x1b[2J"));
+	page = report_page_of(ctx);
+	CHECK(strstr(page, "<p class=\"retained\">retained sizes: not computed: more than 4000000 objects "
+	                   "&lt;i&gt;x&lt;/i&gt;[2J</p>") != NULL);
+	CHECK(strstr(page, "what they keep alive") == NULL && strstr(page, "<i>") == NULL);
+	free(page);
+
+	/* Not computed, for no reason given (or one that is not a string). */
+	json_object_object_add(ret, "why", json_object_new_int(7));
+	m = open_memstream(&buf, &len);
+	CHECK(context_show(m, ctx, 1) == 0);
+	fclose(m);
+	CHECK(strstr(buf, "  retained sizes: not computed\n") != NULL);
+	free(buf);
+	page = report_page_of(ctx);
+	CHECK(strstr(page, "<p class=\"retained\">retained sizes: not computed</p>") != NULL);
+	free(page);
+
+	/* A summary that says nothing of them (older than they are): nothing. */
+	json_object_object_del(heap, "retained");
+	m = open_memstream(&buf, &len);
+	CHECK(context_show(m, ctx, 1) == 0);
+	fclose(m);
+	CHECK(strstr(buf, "retained") == NULL);
+	free(buf);
+	page = report_page_of(ctx);
+	CHECK(strstr(page, "class=\"retained\"") == NULL && strstr(page, "<th>Heap</th>") != NULL);
+	free(page);
 	json_object_put(ctx);
 }
 

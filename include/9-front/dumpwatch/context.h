@@ -60,10 +60,12 @@ extern const struct context_limits context_limits_default;
  * context holds 10); the types and paths a report's card shows. */
 #define CONTEXT_SHOW_HEAP_TYPES 15
 #define CONTEXT_SHOW_HEAP_PATHS 5
-/* The types that retain the most, in show. */
+/* The types that retain the most, in show and on a card (the context holds
+ * 30). */
 #define CONTEXT_SHOW_HEAP_RETAINED 5
 #define CONTEXT_CARD_HEAP_TYPES 8
 #define CONTEXT_CARD_HEAP_PATHS 2
+#define CONTEXT_CARD_HEAP_RETAINED 5
 /* The most of a name from the target (a type, a root) shown in a heap table
  * or path: `show`'s escaped text in bytes, the card's in characters; the
  * rest is cut with an ellipsis. A path shows at most CONTEXT_PATH_STEPS
@@ -99,9 +101,10 @@ int context_locale_utf8(void);
  * condition with its value at the fire), when, the dump, the process, a
  * sparkline per condition over the history, the last GCs, the types that
  * allocated most and the heap summary: the largest types with their
- * generations and the paths that hold them, the target's pause (when the
- * context has them, or the reason it has none). Fields missing
- * or of the wrong type show as "?" or are left out, never guessed. utf8 picks
+ * generations and the paths that hold them, the types that keep the most
+ * alive, the target's pause (when the context has them, or the reason it has
+ * none). Fields missing or of the wrong type show as "?" or are left out,
+ * never guessed. utf8 picks
  * block elements for the sparklines, else ASCII. Returns 0, or -EIO when out
  * failed. */
 int context_show(FILE *out, struct json_object *ctx, int utf8);
