@@ -181,6 +181,11 @@ int session_subscription_add_meters(struct session_subscription *sub, const char
 	return 0;
 }
 
+void session_subscription_set_runtime(struct session_subscription *sub, const char *runtime_version)
+{
+	sub->whole_meters = atoi(runtime_version) < 9;
+}
+
 int64_t session_meter_interval_ns(const struct session_subscription *sub)
 {
 	int64_t ms = sub->counter_interval_ms ? sub->counter_interval_ms : 1000;
@@ -192,8 +197,17 @@ void session_subscription_add_metric(struct session_subscription *sub, const str
 	sub->needs |= m->needs;
 	if (m->id == M_COUNTER)
 		subscription_add_provider(sub, m->provider);
-	if (m->id == M_METER)
-		session_subscription_add_meter(sub, m->provider);
+	if (m->id == M_METER) {
+		/* Only the instrument the rule reads ("Meter\\instrument"): the
+		 * process then aggregates that one and not every instrument of
+		 * its meter on every measurement. The whole meter when the
+		 * pair does not fit. */
+		char spec[CATALOG_NAME_MAX];
+		int w = snprintf(spec, sizeof(spec), "%s\\%s", m->provider, m->counter);
+		if (!m->counter[0] || w <= 0 || (size_t)w >= sizeof(spec) ||
+		    session_subscription_add_meter(sub, spec) < 0)
+			session_subscription_add_meter(sub, m->provider);
+	}
 	if (m->needs & NEED_RUNTIME_COUNTERS)
 		subscription_add_provider(sub, "System.Runtime");
 	if (sub->n_counter_providers > 0)
@@ -296,8 +310,16 @@ size_t session_providers(const struct session_subscription *sub, struct ipc_prov
 		char *a = args + used, list[SESSION_MAX_METERS * CATALOG_NAME_MAX], iv[24];
 		size_t off = 0;
 		int64_t ms = session_meter_interval_ns(sub) / 1000000;
-		for (size_t i = 0; i < sub->n_meters; i++)
-			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? "," : "", sub->meters[i]);
+		for (size_t i = 0; i < sub->n_meters; i++) {
+			size_t len = sub->whole_meters ? strcspn(sub->meters[i], "\\") : strlen(sub->meters[i]);
+			int dup = 0;
+			for (size_t k = 0; k < i && sub->whole_meters; k++)
+				dup |= strncmp(sub->meters[k], sub->meters[i], len) == 0 &&
+				       (sub->meters[k][len] == '\0' || sub->meters[k][len] == '\\');
+			if (!dup)
+				off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%.*s", off ? "," : "",
+				                        (int)len, sub->meters[i]);
+		}
 		if (ms % 1000 == 0)
 			snprintf(iv, sizeof(iv), "%lld", (long long)(ms / 1000));
 		else
@@ -333,7 +355,9 @@ int session_start(struct session *s, const struct session_subscription *sub, cha
 	if (r < 0)
 		return r;
 	discovery_process_name(&s->target, s->info.entry_assembly, s->name, sizeof(s->name));
-	n = session_providers(sub, provs, args, sizeof(args));
+	struct session_subscription for_this = *sub;
+	session_subscription_set_runtime(&for_this, s->info.runtime_version);
+	n = session_providers(&for_this, provs, args, sizeof(args));
 	if (n == 0) {
 		snprintf(err, errlen, "nothing to subscribe to");
 		return -EINVAL;

@@ -510,6 +510,7 @@ static void collect(struct target *t)
 {
 	struct ipc_provider provs[SESSION_MAX_PROVIDERS];
 	char args[SESSION_ARGS_MAX];
+	session_subscription_set_runtime(&t->sub, t->have_info ? t->info.runtime_version : "");
 	size_t n = session_providers(&t->sub, provs, args, sizeof(args));
 	const struct ipc_endpoint ep = discovery_endpoint(&t->dt);
 

@@ -5,7 +5,10 @@
 #   is slow and fires once the filtered route is, in the threshold's unit;
 # - a counter's rate with a tag filter stays silent for another route and
 #   below the threshold, and fires above it;
-# - a gauge and an up-down counter in one rule fire only when both hold;
+# - a gauge and an up-down counter in one rule fire only when both hold (one
+#   named in other letter cases than the program's: rules match instruments
+#   in any case, also on .NET 8, where the runtime's own instrument filter
+#   would not);
 #   meanwhile `dumpwatch counters --meters` follows the same process, sharing
 #   the runtime's metrics session with the guard: both see the values;
 # - a second tool that holds the shared session with another interval gets
@@ -67,7 +70,7 @@ wait_for "grep -q 'done sleep 14 ' '$T/app.out'" 30 || fail "MemSpike did not fi
 # follows the process meanwhile, in the same shared session.
 : >"$JOURNAL"
 app_cmd "queue 150"
-start_dw --pid "$APP_PID" --when "meter $meter/queue.depth >= 100" --when "meter $meter/connections.active > 20" \
+start_dw --pid "$APP_PID" --when "meter $meter/Queue.Depth >= 100" --when "meter $meter/connections.active > 20" \
 	--dump-type triage --dump-dir "$DUMPS" --journal "$JOURNAL"
 wait_attached
 # Only what is measured while a session listens is published (a gauge is
@@ -94,12 +97,12 @@ jq -e '[.meters[] | select(.instrument == "orders.placed")] | length == 2' <<<"$
 jq -e '[.meters[] | select(.instrument == "connections.active")] | length == 0' <<<"$last" >/dev/null ||
 	fail "connections.active shown before any change: $(jq -c .meters <<<"$last")"
 [ "$(journal_count fire)" -eq 0 ] || fail "fired with only the queue above its threshold"
-grep_q 'known .*queue.depth value=150' "$T/dw.out" || fail "the guard did not see the queue while counters ran: $(tail -5 "$T/dw.out")"
+grep_q 'known .*Queue.Depth value=150' "$T/dw.out" || fail "the guard did not see the queue while counters ran: $(tail -5 "$T/dw.out")"
 app_cmd "conn 25"
 wait_dw 30
 [ "$(journal_count fire)" -eq 1 ] || fail "the gauge and up-down counter rule did not fire"
 fired=$(grep '"event":"fire"' "$JOURNAL")
-jq -e '.metrics["meter MemSpike.Orders/connections.active value"] == 25 and .metrics["meter MemSpike.Orders/queue.depth value"] == 150' \
+jq -e '.metrics["meter MemSpike.Orders/connections.active value"] == 25 and .metrics["meter MemSpike.Orders/Queue.Depth value"] == 150' \
 	<<<"$fired" >/dev/null || fail "fire values: $(jq -c .metrics <<<"$fired")"
 
 # 4. Another tool holds the shared session at a 2 s interval: dumpwatch's

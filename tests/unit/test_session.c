@@ -158,8 +158,28 @@ int main(void)
 	r.n_conds = 3;
 	for (uint32_t c = 0; c < r.n_conds; c++)
 		session_subscription_add_metric(&sub, &r.conds[c].metric);
-	CHECK(sub.n_meters == 1 && strcmp(sub.meters[0], "Shop") == 0 && (sub.needs & NEED_METERS) &&
-	      (sub.needs & NEED_GC));
+	/* Each as Meter\instrument: the process aggregates only those. */
+	CHECK(sub.n_meters == 2 && strcmp(sub.meters[0], "Shop\\latency") == 0 &&
+	      strcmp(sub.meters[1], "Shop\\orders") == 0 && (sub.needs & NEED_METERS) && (sub.needs & NEED_GC));
+	CHECK(rule_cond_parse("meter Shop/latency p95 > 1s", &r.conds[0], err, sizeof(err)) == 0);
+	session_subscription_add_metric(&sub, &r.conds[0].metric);
+	CHECK(sub.n_meters == 2);
+	size_t np = session_providers(&sub, p, args, sizeof(args));
+	CHECK(np >= 2 && strcmp(p[np - 1].name, "System.Diagnostics.Metrics") == 0 &&
+	      strstr(p[np - 1].args, ";Metrics=Shop\\latency,Shop\\orders;") != NULL);
+	/* Before .NET 9 the runtime matches instruments case-sensitively:
+	 * whole meters, each once. */
+	session_subscription_set_runtime(&sub, "8.0.31");
+	np = session_providers(&sub, p, args, sizeof(args));
+	CHECK(np >= 2 && strstr(p[np - 1].args, ";Metrics=Shop;") != NULL);
+	CHECK(session_subscription_add_meter(&sub, "Other") == 0);
+	np = session_providers(&sub, p, args, sizeof(args));
+	CHECK(np >= 2 && strstr(p[np - 1].args, ";Metrics=Shop,Other;") != NULL);
+	session_subscription_set_runtime(&sub, "");
+	CHECK(sub.whole_meters);
+	session_subscription_set_runtime(&sub, "9.0.20");
+	np = session_providers(&sub, p, args, sizeof(args));
+	CHECK(np >= 2 && strstr(p[np - 1].args, ";Metrics=Shop\\latency,Shop\\orders,Other;") != NULL);
 	struct session_subscription other = sub;
 	CHECK(session_subscription_equal(&sub, &other));
 	snprintf(other.meters[0], CATALOG_NAME_MAX, "Shop2");

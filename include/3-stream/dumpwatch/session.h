@@ -30,7 +30,15 @@ struct session_subscription {
 	 * published (NEED_METERS), every collection interval. */
 	size_t n_meters;
 	char meters[SESSION_MAX_METERS][CATALOG_NAME_MAX];
+	/* The runtime matches "Meter\\instrument" case-sensitively before
+	 * .NET 9, where rules match instruments in any case: then each meter
+	 * is subscribed whole (session_subscription_set_runtime). */
+	int whole_meters;
 };
+
+/* Tells sub which runtime it is for ("8.0.31"; "" unknown, taken as
+ * old). */
+void session_subscription_set_runtime(struct session_subscription *sub, const char *runtime_version);
 
 /* Adds what reading metric m needs to sub: its NEED_*, the EventCounters
  * provider of a counter, the meter of a meter (each once; beyond

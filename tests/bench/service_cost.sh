@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# What watching costs a real service (docs/benchmarks.md, "What watching
+# costs a service"). ShopApi (tests/apps/ShopApi, an ASP.NET Core minimal
+# API: 90 % JSON lists, 8 % 200 KB buffers on the LOH, 2 % caught
+# exceptions) runs alone on CPU 0 under a steady load from wrk (32
+# connections, tests/bench/wrk/shop.lua) on CPU 1, one server process for
+# the whole run. Each watcher is measured in paired windows on that one
+# process, A B B A: A with nothing attached, then the watcher attaches (on
+# CPU 1, beside wrk), settles, and both B windows are measured, then it
+# detaches and the second A follows. A window measures the service's CPU
+# time (utime + stime of all its threads, /proc/PID/stat) and the requests it
+# served (its own count, GET /stats); the figure is the CPU time per
+# request.
+#
+# Per pair, the ratio of B's CPU per request to A's; over the pairs, the
+# geometric mean of the ratios and its 95 % interval (Student's t on the
+# logarithms): the overhead, with an uncertainty that the pairing keeps
+# clear of the host's drift. Throughput is given the same way, and the
+# watcher's own CPU.
+#
+# Watchers (MODES):
+#   loh       dumpwatch, one rule: loh-size > 100GB for 5s
+#   all       dumpwatch, a rule of every kind at once: loh-size,
+#             loh-alloc-rate, an exception rule, the p99 of ASP.NET Core's
+#             request duration
+#   counters  dotnet-counters collect (the NuGet tool), its default
+#             counters every second
+#   gc, ticks, exceptions, meters, runtime-counters
+#             dumpwatch with one rule that needs that subscription alone
+# Each dumpwatch mode also reports the events and bytes a second its stream
+# carried (the journal's stop record over the session's length).
+#   usage: tests/bench/service_cost.sh [BUILD_DIR] [PAIRS] [WINDOW_S] [MODES...]
+#          (20 pairs of 5 s windows, modes loh all counters)
+# Figures only, never pass/fail.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/../.." && pwd)
+build=${1:-$here/build}
+pairs=${2:-20}
+win=${3:-5}
+shift $(($# > 3 ? 3 : $#))
+modes=("$@")
+((${#modes[@]})) || modes=(loh all counters)
+source "$here/tests/bench/lib.sh"
+dw="$build/dumpwatch"
+app="$build/apps/ShopApi/ShopApi"
+[ -x "$app" ] || { echo "service_cost: $app not built (scripts/build-apps.sh)" >&2; exit 1; }
+command -v wrk >/dev/null || { echo "service_cost: needs wrk (scripts/setup.sh installs it)" >&2; exit 1; }
+command -v curl >/dev/null || { echo "service_cost: needs curl" >&2; exit 1; }
+[ "$(nproc)" -ge 2 ] || { echo "service_cost: needs 2 CPUs (the service on one, the load on the other)" >&2; exit 1; }
+counters_tool=
+[[ " ${modes[*]} " != *" counters "* ]] || counters_tool=$(bench_dotnet_tool dotnet-counters)
+bench_init dw-service-cost
+hz=$(getconf CLK_TCK)
+
+declare -A rules=(
+	[loh]='loh-size > 100GB for 5s'
+	[gc]='gc-pause > 100s'
+	[ticks]='loh-alloc-rate > 100GB/s for 5s'
+	[exceptions]='exception NoSuchException >= 1000 in 1m'
+	[meters]='meter Microsoft.AspNetCore.Hosting/http.server.request.duration p99 > 100s for 30s'
+	[runtime-counters]='System.Runtime/cpu-usage > 1000 for 30s'
+)
+dw_args() { # mode -> dumpwatch's rule options, one per line
+	case $1 in
+	all) printf -- '--when\n%s\n' "${rules[loh]}" "${rules[ticks]}" "${rules[exceptions]}" "${rules[meters]}" ;;
+	*) printf -- '--when\n%s\n' "${rules[$1]}" ;;
+	esac
+}
+
+port=$((20000 + RANDOM % 20000))
+DOTNET_gcServer=0 taskset -c 0 "$app" --urls "http://127.0.0.1:$port" >"$t/app.out" 2>&1 &
+sp=$!
+pids+=("$sp")
+for _ in $(seq 300); do grep -q '^ready' "$t/app.out" && break; sleep 0.1; done
+grep -q '^ready' "$t/app.out" || { echo "service_cost: ShopApi did not start: $(cat "$t/app.out")" >&2; exit 1; }
+until ls /tmp/dotnet-diagnostic-$sp-*-socket >/dev/null 2>&1; do sleep 0.05; done
+taskset -c 1 wrk -t1 -c32 -d86400s --timeout 10s -s "$here/tests/bench/wrk/shop.lua" "http://127.0.0.1:$port" \
+	>"$t/wrk.out" 2>&1 &
+wp=$!
+pids+=("$wp")
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+served() { curl -s --max-time 5 "http://127.0.0.1:$port/stats" | tr -cd '0-9\n' | head -1; }
+# window: "CPU_TICKS REQUESTS" of the service over win seconds
+window() {
+	local c0 r0 c1 r1
+	c0=$(cpu_ticks "$sp")
+	r0=$(served)
+	sleep "$win"
+	c1=$(cpu_ticks "$sp")
+	r1=$(served)
+	echo "$((c1 - c0)) $((r1 - r0))"
+}
+
+wp_on= # the watcher's pid
+watcher_on() {
+	local mode=$1 a
+	rm -f "$t/w.out" "$t/journal"
+	w_launch=$(date +%s.%N)
+	if [ "$mode" = counters ]; then
+		taskset -c 1 "$counters_tool" collect -p "$sp" --refresh-interval 1 --format json -o "$t/counters.json" \
+			>"$t/w.out" 2>&1 &
+		wp_on=$!
+		pids+=("$wp_on")
+		for _ in $(seq 200); do [ -s "$t/counters.json" ] && break; sleep 0.05; done
+	else
+		mapfile -t a < <(dw_args "$mode")
+		taskset -c 1 "$dw" --pid "$sp" "${a[@]}" --dump-dir "$t" --journal "$t/journal" >"$t/w.out" 2>&1 &
+		wp_on=$!
+		pids+=("$wp_on")
+		for _ in $(seq 200); do grep -q 'watching pid' "$t/w.out" && break; sleep 0.05; done
+		grep -q 'watching pid' "$t/w.out" || { echo "service_cost: dumpwatch did not attach ($mode): $(cat "$t/w.out")" >&2; exit 1; }
+	fi
+	sleep 2 # the first counter and meter intervals, the GC state
+	w_t0=$(date +%s.%N)
+	w_c0=$(cpu_ticks "$wp_on")
+}
+watcher_off() {
+	local mode=$1 w_c1 w_t1
+	w_c1=$(cpu_ticks "$wp_on")
+	w_t1=$(date +%s.%N)
+	echo "$mode $w_c1 $w_c0 $w_t1 $w_t0" | awk -v hz="$hz" '{ printf "%s %.4f\n", $1, ($2 - $3) / hz / ($4 - $5) }' \
+		>>"$t/watcher_cpu"
+	kill -INT "$wp_on" 2>/dev/null || true
+	wait "$wp_on" 2>/dev/null || true
+	if [ "$mode" != counters ] && [ -f "$t/journal" ]; then
+		local secs
+		secs=$(awk -v a="$w_launch" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
+		grep '"event":"stop"' "$t/journal" | tail -1 | jq -r --arg m "$mode" --arg s "$secs" \
+			'"\($m) \(.events) \(.stream_bytes) \($s)"' >>"$t/streams" || true
+	fi
+	sleep 1
+}
+
+echo "ShopApi pid $sp on CPU 0, wrk (32 connections) on CPU 1, warming up 20 s"
+sleep 20
+for i in $(seq "$pairs"); do
+	for mode in "${modes[@]}"; do
+		sleep 1
+		a1=$(window)
+		watcher_on "$mode"
+		b1=$(window)
+		b2=$(window)
+		watcher_off "$mode"
+		a2=$(window)
+		echo "$mode $a1 $b1 $b2 $a2" >>"$t/pairs"
+	done
+done
+kill -INT "$wp" 2>/dev/null || true
+wait "$wp" 2>/dev/null || true
+
+# stats: lines "x" (log ratios) -> "geo-mean-1 low high n" in percent, 95 %
+# interval from Student's t.
+stats() {
+	awk 'function tq(df) { # two-sided 95 % quantiles of Student t
+		if (df <= 1) return 12.71; if (df == 2) return 4.303; if (df == 3) return 3.182; if (df == 4) return 2.776
+		if (df == 5) return 2.571; if (df <= 7) return 2.4; if (df <= 10) return 2.26; if (df <= 15) return 2.15
+		if (df <= 20) return 2.09; if (df <= 30) return 2.05; if (df <= 60) return 2.01; return 1.98 }
+		{ x[NR] = $1; s += $1 } END {
+			n = NR; m = s / n; v = 0
+			for (i = 1; i <= n; i++) v += (x[i] - m) ^ 2
+			sd = n > 1 ? sqrt(v / (n - 1)) : 0; h = tq(n - 1) * sd / sqrt(n)
+			printf "%+.2f %% [%+.2f, %+.2f] (n=%d)", (exp(m) - 1) * 100, (exp(m - h) - 1) * 100, (exp(m + h) - 1) * 100, n }'
+}
+
+echo
+echo "ShopApi under wrk: $pairs ABBA pairs of ${win} s windows per watcher"
+for mode in "${modes[@]}"; do
+	# fields: mode cA1 rA1 cB1 rB1 cB2 rB2 cA2 rA2
+	cpu=$(awk -v m="$mode" '$1 == m && $3 > 0 && $5 + $7 > 0 && $9 > 0 {
+		print log((($4 + $6) / ($5 + $7)) / (($2 + $8) / ($3 + $9))) }' "$t/pairs" | stats)
+	thr=$(awk -v m="$mode" '$1 == m && $3 + $9 > 0 && $5 + $7 > 0 { print log(($5 + $7) / ($3 + $9)) }' "$t/pairs" | stats)
+	base=$(awk -v m="$mode" -v hz="$hz" '$1 == m { c += $2 + $8; r += $3 + $9 } END {
+		printf "%.1f us/request, %.0f requests/s", c / hz / r * 1e6, r / (2 * NR * '"$win"') }' "$t/pairs")
+	own=$(awk -v m="$mode" '$1 == m { print $2 }' "$t/watcher_cpu" | median)
+	echo "$mode:"
+	echo "  CPU per request: $cpu    (off: $base)"
+	echo "  throughput:      $thr"
+	echo "  the watcher's own CPU: $(awk -v v="$own" 'BEGIN { printf "%.2f %% of a core (median)", v * 100 }')"
+	if [ -s "$t/streams" ] && grep -q "^$mode " "$t/streams"; then
+		awk -v m="$mode" '$1 == m && $4 > 0 { e += $2; b += $3; s += $4 } END {
+			if (s > 0) printf "  its stream: %.0f events/s, %.1f KB/s\n", e / s, b / s / 1000 }' "$t/streams"
+	fi
+done
+echo "wrk: $(grep -E 'Requests/sec|Non-2xx|errors' "$t/wrk.out" | tr '\n' ' ')"
