@@ -4,8 +4,9 @@
 #                        runs on the host's .NET 10 runtime
 #   OUT-net8/NAME/NAME   net8.0, self-contained: carries its own .NET 8 runtime
 #   OUT-net9/NAME/NAME   net9.0, self-contained: carries its own .NET 9 runtime
-# The self-contained builds fetch the runtime packs from the NuGet feed, so
-# the tests cover runtimes the host has not installed. DW_APP_RUNTIMES (default
+# The self-contained builds fetch the runtime packs from the NuGet feed (the
+# web service ShopApi also ASP.NET Core's, Microsoft.AspNetCore.App.Runtime),
+# so the tests cover runtimes the host has not installed. DW_APP_RUNTIMES (default
 # "10 8 9") chooses which are built, DW_APPS (default: every app under
 # tests/apps, and the dump checker tests/tools/DumpCheck) which programs. A
 # build newer than its app's sources, its project and this script is kept,

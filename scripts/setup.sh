@@ -16,15 +16,16 @@
 # lintian (the man pages, the package), dbus, python3-gi, plank, xvfb,
 # imagemagick, dbus-x11 and python3-pil (the launcher on a bus and on a real
 # dock), prometheus and curl (promtool and scrapes), python3-yaml (the
-# Kubernetes manifest), chromium (the report page), jq, and the tools they
-# call. The .NET SDK is checked, not installed.
+# Kubernetes manifest), chromium (the report page), wrk (load on the test web
+# service, tests/bench/wrk), jq, and the tools they call. The .NET SDK is
+# checked, not installed.
 set -euo pipefail
 build=(build-essential cmake pkg-config libjson-c-dev libinotifytools0-dev libcurl4-openssl-dev libssl-dev
 	libmicrohttpd-dev)
 packaging=(libunity-dev dpkg-dev binutils)
 tests=(prometheus curl python3-yaml time inotify-tools procps jq python3 valgrind clang libclang-rt-14-dev mandoc
 	lintian passwd util-linux dbus python3-gi desktop-file-utils chromium libxml2-utils python3-jsonschema
-	python3-pil plank xvfb imagemagick dbus-x11)
+	python3-pil plank xvfb imagemagick dbus-x11 wrk)
 mode=${1:-}
 case $mode in
 --demo) pkgs=("${build[@]}") ;;
