@@ -777,10 +777,16 @@ static int decode_meter(const struct nettrace_event *ev, const uint8_t *p, size_
 const uint32_t *events_runtime_ids(size_t *n)
 {
 	static uint32_t ids[sizeof(rt_layouts) / sizeof(rt_layouts[0])];
+	size_t k = 0;
 
+	/* GCTriggered and GCRestartEEBegin are decoded (a recording shows
+	 * them) but nothing a watch keeps reads them: two events of every GC's
+	 * eight not asked for (measured on ShopApi, 5,000 events a second at
+	 * level 4). */
 	for (size_t i = 0; i < sizeof(rt_layouts) / sizeof(rt_layouts[0]); i++)
-		ids[i] = rt_layouts[i].id;
-	*n = sizeof(rt_layouts) / sizeof(rt_layouts[0]);
+		if (rt_layouts[i].id != ID_GC_TRIGGERED && rt_layouts[i].id != ID_GC_RESTART_EE_BEGIN)
+			ids[k++] = rt_layouts[i].id;
+	*n = k;
 	return ids;
 }
 

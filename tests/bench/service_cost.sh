@@ -45,7 +45,7 @@ dw="$build/dumpwatch"
 app="$build/apps/ShopApi/ShopApi"
 [ -x "$app" ] || { echo "service_cost: $app not built (scripts/build-apps.sh)" >&2; exit 1; }
 command -v wrk >/dev/null || { echo "service_cost: needs wrk (scripts/setup.sh installs it)" >&2; exit 1; }
-command -v curl >/dev/null || { echo "service_cost: needs curl" >&2; exit 1; }
+command -v curl >/dev/null && command -v jq >/dev/null || { echo "service_cost: needs curl and jq" >&2; exit 1; }
 [ "$(nproc)" -ge 2 ] || { echo "service_cost: needs 2 CPUs (the service on one, the load on the other)" >&2; exit 1; }
 counters_tool=
 [[ " ${modes[*]} " != *" counters "* ]] || counters_tool=$(bench_dotnet_tool dotnet-counters)
@@ -68,7 +68,7 @@ dw_args() { # mode -> dumpwatch's rule options, one per line
 }
 
 port=$((20000 + RANDOM % 20000))
-DOTNET_gcServer=0 taskset -c 0 "$app" --urls "http://127.0.0.1:$port" >"$t/app.out" 2>&1 &
+taskset -c 0 "$app" --urls "http://127.0.0.1:$port" >"$t/app.out" 2>&1 &
 sp=$!
 pids+=("$sp")
 for _ in $(seq 300); do grep -q '^ready' "$t/app.out" && break; sleep 0.1; done
@@ -80,7 +80,7 @@ wp=$!
 pids+=("$wp")
 
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-served() { curl -s --max-time 5 "http://127.0.0.1:$port/stats" | tr -cd '0-9\n' | head -1; }
+served() { curl -s --max-time 5 "http://127.0.0.1:$port/stats" | jq -r .requests; }
 # window: "CPU_TICKS REQUESTS" of the service over win seconds
 window() {
 	local c0 r0 c1 r1
@@ -121,7 +121,11 @@ watcher_off() {
 	w_t1=$(date +%s.%N)
 	echo "$mode $w_c1 $w_c0 $w_t1 $w_t0" | awk -v hz="$hz" '{ printf "%s %.4f\n", $1, ($2 - $3) / hz / ($4 - $5) }' \
 		>>"$t/watcher_cpu"
-	kill -INT "$wp_on" 2>/dev/null || true
+	# SIGTERM: dotnet-counters, a .NET program without a terminal, ends on
+	# it (SIGINT it ignores); dumpwatch detaches on either.
+	kill -TERM "$wp_on" 2>/dev/null || true
+	for _ in $(seq 100); do kill -0 "$wp_on" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$wp_on" 2>/dev/null || true
 	wait "$wp_on" 2>/dev/null || true
 	if [ "$mode" != counters ] && [ -f "$t/journal" ]; then
 		local secs
@@ -132,8 +136,8 @@ watcher_off() {
 	sleep 1
 }
 
-echo "ShopApi pid $sp on CPU 0, wrk (32 connections) on CPU 1, warming up 20 s"
-sleep 20
+echo "ShopApi pid $sp on CPU 0, wrk (32 connections) on CPU 1, warming up ${DW_WARMUP:-60} s"
+sleep "${DW_WARMUP:-60}" # the JIT's tiers and the GC's budgets settle
 for i in $(seq "$pairs"); do
 	for mode in "${modes[@]}"; do
 		sleep 1
@@ -170,8 +174,8 @@ for mode in "${modes[@]}"; do
 	cpu=$(awk -v m="$mode" '$1 == m && $3 > 0 && $5 + $7 > 0 && $9 > 0 {
 		print log((($4 + $6) / ($5 + $7)) / (($2 + $8) / ($3 + $9))) }' "$t/pairs" | stats)
 	thr=$(awk -v m="$mode" '$1 == m && $3 + $9 > 0 && $5 + $7 > 0 { print log(($5 + $7) / ($3 + $9)) }' "$t/pairs" | stats)
-	base=$(awk -v m="$mode" -v hz="$hz" '$1 == m { c += $2 + $8; r += $3 + $9 } END {
-		printf "%.1f us/request, %.0f requests/s", c / hz / r * 1e6, r / (2 * NR * '"$win"') }' "$t/pairs")
+	base=$(awk -v m="$mode" -v hz="$hz" -v w="$win" '$1 == m { c += $2 + $8; r += $3 + $9; k++ } END {
+		printf "%.1f us/request, %.0f requests/s", c / hz / r * 1e6, r / (2 * k * w) }' "$t/pairs")
 	own=$(awk -v m="$mode" '$1 == m { print $2 }' "$t/watcher_cpu" | median)
 	echo "$mode:"
 	echo "  CPU per request: $cpu    (off: $base)"

@@ -162,9 +162,10 @@ int events_decode(const struct nettrace_event *ev, int pointer_size, struct ev_r
  * ticks) only while this one is enabled. */
 #define EV_ID_GC_JOIN_V2 203
 
-/* The ids of the runtime provider's events that events_decode decodes (GC,
- * allocation tick, AppDomain, ExceptionThrown): what a session asks for
- * when the runtime can filter by event id. *n is set to their number. */
+/* The ids of the runtime provider's events that a watch reads, of those
+ * events_decode decodes (GC, allocation tick, AppDomain, ExceptionThrown;
+ * not GCTriggered nor GCRestartEEBegin): what a session asks for when the
+ * runtime can filter by event id. *n is set to their number. */
 const uint32_t *events_runtime_ids(size_t *n);
 
 /* The runtime's event names, for logs: "GCStart", "GCHeapStats", "EventCounters",
