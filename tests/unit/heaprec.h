@@ -9,6 +9,7 @@
 
 #include "dumpwatch/heapgraph.h"
 #include "dumpwatch/nettrace.h"
+#include "testdata.h"
 
 struct run {
 	struct heapgraph *g;
@@ -39,28 +40,12 @@ static void on_event(void *ctx, const struct nettrace_event *ev)
 	}
 }
 
-static uint8_t *load(const char *name, size_t *len)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", DW_TEST_DATA, name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *b = malloc((size_t)n);
-	*len = fread(b, 1, (size_t)n, f);
-	fclose(f);
-	return b;
-}
-
 /* The finished graph of a recorded snapshot, NULL when it cannot be read
  * or fed whole. */
 static inline struct heapgraph *heaprec_graph(const char *name)
 {
 	size_t len;
-	uint8_t *b = load(name, &len);
+	uint8_t *b = testdata_load(name, &len);
 	if (!b)
 		return NULL;
 	struct run r = {.g = hg_new(NULL)};

@@ -9,46 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asmfile.h"
 #include "check.h"
 #include "dumpwatch/clrmeta.h"
-
-static uint8_t *load(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *b = n > 0 ? malloc((size_t)n) : NULL;
-	*len = b ? fread(b, 1, (size_t)n, f) : 0;
-	fclose(f);
-	return b;
-}
+#include "testdata.h"
 
 /* The metadata inside a PE file held whole in memory. */
-static int metadata_of(const uint8_t *pe, size_t len, const uint8_t **ret, size_t *ret_len)
-{
-	uint64_t off;
-	uint32_t size;
-	size_t head = len < 4096 ? len : 4096;
-	int r = clrmeta_cli_header(pe, head, &off, &size);
-	if (r < 0)
-		return r;
-	if (off > len || len - off < 16)
-		return -EBADMSG;
-	size_t cl = size < 72 ? size : 72;
-	if (len - off < cl)
-		return -EBADMSG;
-	if ((r = clrmeta_metadata_at(pe, head, pe + off, cl, &off, &size)) < 0)
-		return r;
-	if (off > len || len - off < size)
-		return -EBADMSG;
-	*ret = pe + off;
-	*ret_len = size;
-	return 0;
-}
-
 struct seen {
 	char got[16][3][128];
 	int n, total;
@@ -173,12 +139,12 @@ static void test_corelib(void)
 		return;
 	}
 	size_t len;
-	uint8_t *pe = load(gl.gl_pathv[0], &len);
+	uint8_t *pe = testdata_load(gl.gl_pathv[0], &len);
 	globfree(&gl);
 	const uint8_t *md;
 	size_t mdl;
-	CHECK(pe && metadata_of(pe, len, &md, &mdl) == 0);
-	if (pe && metadata_of(pe, len, &md, &mdl) == 0) {
+	CHECK(pe && asm_metadata_of(pe, len, &md, &mdl) == 0);
+	if (pe && asm_metadata_of(pe, len, &md, &mdl) == 0) {
 		char err[256] = "";
 		struct seen s = {.want_owner = "System.Diagnostics.Tracing.NativeRuntimeEventSource"};
 		CHECK_MSG(clrmeta_each_static(md, mdl, record, &s, err, sizeof(err)) == 0, "%s", err);
@@ -211,11 +177,11 @@ static void test_type_key(void)
 int main(void)
 {
 	size_t len;
-	uint8_t *pe = load(DW_TEST_DATA "/assemblies/GcLab.dll", &len);
+	uint8_t *pe = testdata_load("assemblies/GcLab.dll", &len);
 	CHECK_MSG(pe != NULL, "tests/data/assemblies/GcLab.dll missing");
 	const uint8_t *md;
 	size_t mdl;
-	if (pe && metadata_of(pe, len, &md, &mdl) == 0) {
+	if (pe && asm_metadata_of(pe, len, &md, &mdl) == 0) {
 		test_gclab(md, mdl);
 		test_malformed(pe, len, md, mdl);
 	} else {

@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "dumpwatch/events.h"
+#include "testdata.h"
 
 #define MAX_SAVED 16
 
@@ -41,22 +42,6 @@ struct stats {
 
 /* Where test_meters keeps the meter values' payloads (parse_trace clears st). */
 static struct saved *meter_payload;
-
-static uint8_t *load(const char *name, size_t *len)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", DW_TEST_DATA, name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *b = malloc((size_t)n);
-	*len = fread(b, 1, (size_t)n, f);
-	fclose(f);
-	return b;
-}
 
 static void on_info(void *ctx, const struct nettrace_info *info)
 {
@@ -164,7 +149,7 @@ static int has_counter(const struct stats *st, const char *name)
 static int parse_trace(const char *name, struct stats *st, nettrace_parser **ret_p)
 {
 	size_t len;
-	uint8_t *data = load(name, &len);
+	uint8_t *data = testdata_load(name, &len);
 	struct nettrace_callbacks cb = {.ctx = st, .on_info = on_info, .on_event = on_event};
 	int r = -1;
 

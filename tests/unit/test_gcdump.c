@@ -18,55 +18,9 @@
 #include "dumpwatch/gcdump.h"
 #include "dumpwatch/heapgraph.h"
 #include "dumpwatch/nettrace.h"
+#include "heaprec.h"
 
 /* ---- graphs from recorded and hand-made events ---- */
-
-struct run {
-	struct heapgraph *g;
-	int pointer_size, errors;
-	char err[256];
-};
-
-static void on_info(void *ctx, const struct nettrace_info *info)
-{
-	((struct run *)ctx)->pointer_size = info->pointer_size;
-}
-
-static void on_event(void *ctx, const struct nettrace_event *ev)
-{
-	struct run *r = ctx;
-	if (hg_feed(r->g, ev, r->pointer_size, r->err, sizeof(r->err)) < 0)
-		r->errors++;
-}
-
-/* The graph of a recorded heap walk (tests/data/README.md: GcLab holding
- * three 100,000-byte arrays in Cache.s_entries and a tree of 1000 HeapNode
- * with a HeapLeaf each in Graph.s_root); NULL when it cannot be read. */
-static struct heapgraph *recorded(const char *name)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", DW_TEST_DATA, name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *b = malloc((size_t)n);
-	size_t len = fread(b, 1, (size_t)n, f);
-	fclose(f);
-	struct run r = {.g = hg_new(NULL)};
-	struct nettrace_callbacks cb = {.ctx = &r, .on_info = on_info, .on_event = on_event};
-	nettrace_parser *p = nettrace_new(&cb, NULL);
-	int ok = nettrace_feed(p, b, len) == 0 && nettrace_finish(p) == 0 && !r.errors && hg_finish(r.g) == 0;
-	nettrace_free(p);
-	free(b);
-	if (!ok) {
-		hg_free(r.g);
-		return NULL;
-	}
-	return r.g;
-}
 
 static struct nettrace_metadata ev_meta = {.provider = EV_RUNTIME_PROVIDER, .event_name = ""};
 
@@ -522,7 +476,7 @@ static void test_type_names(void)
  * to what GcLab holds. */
 static void test_recorded(const char *trace)
 {
-	struct heapgraph *g = recorded(trace);
+	struct heapgraph *g = heaprec_graph(trace);
 	struct gcdump_stats st;
 	struct gcdump_meta meta = {.process_name = "GcLab",
 	                           .pid = 4242,
@@ -662,7 +616,7 @@ static void test_write_errors(void)
 {
 	struct gcdump_meta meta = {.pointer_size = 8};
 	char err[256];
-	struct heapgraph *g = recorded("heap-net10.nettrace");
+	struct heapgraph *g = heaprec_graph("heap-net10.nettrace");
 
 	CHECK(g);
 	if (!g)
@@ -690,7 +644,7 @@ static int write_sample(const char *dir)
 	uint8_t *p;
 	size_t len;
 	struct file f;
-	struct heapgraph *g = recorded("heap-net10.nettrace");
+	struct heapgraph *g = heaprec_graph("heap-net10.nettrace");
 
 	meta.module_ctx = g;
 	if (!g)

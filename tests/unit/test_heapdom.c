@@ -17,6 +17,7 @@
 #include "dumpwatch/heapgraph.h"
 #include "dumpwatch/heapsum.h"
 #include "dumpwatch/nettrace.h"
+#include "heaprec.h"
 
 /* ---- graphs from GCBulk* payloads ---- */
 
@@ -490,41 +491,6 @@ static void test_limits(void)
 
 /* ---- recorded snapshots ---- */
 
-struct run {
-	struct heapgraph *g;
-	int pointer_size;
-	int errors;
-};
-
-static void on_info(void *ctx, const struct nettrace_info *info)
-{
-	((struct run *)ctx)->pointer_size = info->pointer_size;
-}
-
-static void on_event(void *ctx, const struct nettrace_event *ev)
-{
-	struct run *r = ctx;
-	char err[256];
-	if (hg_feed(r->g, ev, r->pointer_size, err, sizeof(err)) < 0)
-		r->errors++;
-}
-
-static uint8_t *load(const char *name, size_t *len)
-{
-	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", DW_TEST_DATA, name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *b = malloc((size_t)n);
-	*len = fread(b, 1, (size_t)n, f);
-	fclose(f);
-	return b;
-}
-
 static uint32_t type_named(const struct heapgraph *g, const char *name)
 {
 	for (size_t i = 0; i < hg_n_types(g); i++)
@@ -551,20 +517,10 @@ static uint32_t objects_of(const struct heapgraph *g, uint32_t t, size_t *ret_co
 
 static void test_recorded(const char *file)
 {
-	size_t len;
-	uint8_t *b = load(file, &len);
-	CHECK_MSG(b != NULL, "%s missing", file);
-	if (!b)
+	struct run r = {.g = heaprec_graph(file)};
+	CHECK_MSG(r.g != NULL, "%s missing or not read whole", file);
+	if (!r.g)
 		return;
-	struct run r = {.g = hg_new(NULL)};
-	struct nettrace_callbacks cb = {.ctx = &r, .on_info = on_info, .on_event = on_event};
-	nettrace_parser *p = nettrace_new(&cb, NULL);
-	CHECK(nettrace_feed(p, b, len) == 0);
-	CHECK(nettrace_finish(p) == 0);
-	nettrace_free(p);
-	free(b);
-	CHECK(r.errors == 0);
-	CHECK(hg_finish(r.g) == 0);
 	const struct heapgraph *g = r.g;
 	struct heapdom *d = dom(g);
 	if (!d || d->status != HD_DONE) {

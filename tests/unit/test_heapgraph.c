@@ -44,7 +44,7 @@ static const char *step_name(const struct heapgraph *g, const struct hs_path *p,
 static void test_recorded(const char *file)
 {
 	size_t len;
-	uint8_t *b = load(file, &len);
+	uint8_t *b = testdata_load(file, &len);
 	CHECK_MSG(b != NULL, "%s missing", file);
 	if (!b)
 		return;
@@ -144,7 +144,7 @@ static void test_recorded(const char *file)
 static void test_histogram_recorded(const char *file)
 {
 	size_t len;
-	uint8_t *b = load(file, &len);
+	uint8_t *b = testdata_load(file, &len);
 	CHECK_MSG(b != NULL, "%s missing", file);
 	if (!b)
 		return;

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "asmfile.h"
 #include "check.h"
 #include "dumpwatch/clrmeta.h"
 #include "dumpwatch/heapstatics.h"
@@ -32,21 +33,6 @@ static const char *root_named(const struct heapgraph *g, const char *field, cons
 			return r->owner ? r->owner : "(none)";
 	}
 	return "(no such root)";
-}
-
-static int metadata_of(const uint8_t *pe, size_t len, const uint8_t **ret, size_t *ret_len)
-{
-	uint64_t off;
-	uint32_t size;
-	uint8_t cli[72];
-	if (clrmeta_cli_header(pe, len < 4096 ? len : 4096, &off, &size) < 0 || off + sizeof(cli) > len)
-		return -1;
-	memcpy(cli, pe + off, sizeof(cli));
-	if (clrmeta_metadata_at(pe, len < 4096 ? len : 4096, cli, sizeof(cli), &off, &size) < 0 || off + size > len)
-		return -1;
-	*ret = pe + off;
-	*ret_len = size;
-	return 0;
 }
 
 /* A copy of the assembly whose class Cache is called other (5 bytes). */
@@ -69,7 +55,7 @@ static void test_from_metadata(const uint8_t *pe, size_t len)
 	const uint8_t *md;
 	size_t mdl;
 	CHECK(g != NULL);
-	CHECK(metadata_of(pe, len, &md, &mdl) == 0);
+	CHECK(asm_metadata_of(pe, len, &md, &mdl) == 0);
 	if (!g)
 		return;
 	struct heapstatics_result res;
@@ -96,7 +82,7 @@ static void test_from_metadata(const uint8_t *pe, size_t len)
 	uint8_t *other = renamed(pe, len, "Cachf");
 	const uint8_t *md2;
 	size_t mdl2;
-	CHECK(other && metadata_of(other, len, &md2, &mdl2) == 0);
+	CHECK(other && asm_metadata_of(other, len, &md2, &mdl2) == 0);
 	if (g && other) {
 		const uint8_t *both[] = {md, md2};
 		size_t both_len[] = {mdl, mdl2};
@@ -201,7 +187,7 @@ static void test_live(const uint8_t *pe, size_t len)
 int main(void)
 {
 	size_t len;
-	uint8_t *pe = load("assemblies/GcLab.dll", &len);
+	uint8_t *pe = testdata_load("assemblies/GcLab.dll", &len);
 	CHECK_MSG(pe != NULL, "tests/data/assemblies/GcLab.dll missing");
 	if (pe) {
 		test_from_metadata(pe, len);
