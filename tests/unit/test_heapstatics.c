@@ -139,6 +139,32 @@ static pid_t mapper(const char *path)
 	return ok ? pid : -1;
 }
 
+/* Whether this process can open the file pid maps whose path ends in
+ * suffix through /proc/PID/map_files (root, and not every tracer allows
+ * it). */
+static int map_files_open(pid_t pid, const char *suffix)
+{
+	char path[128], line[512];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "r");
+	int ok = 0;
+	while (f && !ok && fgets(line, sizeof(line), f)) {
+		char range[64];
+		line[strcspn(line, "\n")] = '\0';
+		size_t n = strlen(line), m = strlen(suffix);
+		if (n < m || strcmp(line + n - m, suffix) != 0 || sscanf(line, "%63s", range) != 1)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/map_files/%s", (int)pid, range);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ok = fd >= 0;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (f)
+		fclose(f);
+	return ok;
+}
+
 static void test_live(const uint8_t *pe, size_t len)
 {
 	char dir[] = "/tmp/dw-heapstatics.XXXXXX", a[64], b[64];
@@ -157,13 +183,19 @@ static void test_live(const uint8_t *pe, size_t len)
 		CHECK_STR(root_named(g, "s_entries", "System.Collections.Generic.List<System.Byte[]>"), "Cache");
 		CHECK(res.files == 1);
 		/* Another file put over the mapped path (a bind mount: the
-		 * mapping still names GcLab.dll): what is mapped is read. */
-		if (mount(b, a, NULL, MS_BIND, NULL) == 0) {
+		 * mapping still names GcLab.dll): what is mapped is read, through
+		 * map_files, or nothing is; the other file's class never shows. */
+		if (mount(b, a, "none", MS_BIND, NULL) == 0) {
 			hg_free(g);
 			g = heaprec_graph("heap-net10.nettrace");
 			CHECK(g && heapstatics_name(child, g, &res) == 0);
-			CHECK_STR(root_named(g, "s_entries", "System.Collections.Generic.List<System.Byte[]>"),
-			          "Cache");
+			const char *owner =
+			    root_named(g, "s_entries", "System.Collections.Generic.List<System.Byte[]>");
+			CHECK_MSG(strcmp(owner, "Evil!") != 0, "the file put over the mapped path was read");
+			if (map_files_open(child, "GcLab.dll"))
+				CHECK_STR(owner, "Cache");
+			else
+				printf("no /proc/PID/map_files here: the swapped path is refused, not read\n");
 			umount(a);
 		} else {
 			printf("bind mount refused (%s): the swapped path is not tried\n", strerror(errno));
