@@ -429,40 +429,32 @@ static void sb_lit(struct sb *b, const char *s)
 	b->p[b->len] = '\0';
 }
 
-static void typedef_name(const struct md *m, uint32_t row, struct sb *b, int depth)
+/* The name of row of TypeDef or TypeRef (both hold the name in column 1
+ * and the namespace in column 2): "Namespace.Outer+Inner", the enclosing
+ * type (NestedClass for a TypeDef, a TypeRef resolution scope for a TypeRef)
+ * named first. */
+static void type_name(const struct md *m, int table, uint32_t row, struct sb *b, int depth)
 {
-	if (!row || row > m->rows[T_TYPEDEF])
+	if (!row || row > m->rows[table])
 		return;
-	uint32_t outer = m->enclosing ? m->enclosing[row] : 0;
+	uint32_t outer = 0;
+	if (table == T_TYPEDEF) {
+		outer = m->enclosing ? m->enclosing[row] : 0;
+	} else {
+		uint32_t scope = col(m, T_TYPEREF, row, 0);
+		outer = (scope & 3) == 3 ? scope >> 2 : 0; /* nested in another TypeRef */
+	}
 	if (outer && depth < MAX_NEST) {
-		typedef_name(m, outer, b, depth + 1);
+		type_name(m, table, outer, b, depth + 1);
 		sb_lit(b, "+");
 	} else {
-		const char *ns = str_at(m, col(m, T_TYPEDEF, row, 2));
+		const char *ns = str_at(m, col(m, table, row, 2));
 		if (*ns) {
 			sb_name(b, ns);
 			sb_lit(b, ".");
 		}
 	}
-	sb_name(b, str_at(m, col(m, T_TYPEDEF, row, 1)));
-}
-
-static void typeref_name(const struct md *m, uint32_t row, struct sb *b, int depth)
-{
-	if (!row || row > m->rows[T_TYPEREF])
-		return;
-	uint32_t scope = col(m, T_TYPEREF, row, 0);
-	if ((scope & 3) == 3 && depth < MAX_NEST) { /* nested in another TypeRef */
-		typeref_name(m, scope >> 2, b, depth + 1);
-		sb_lit(b, "+");
-	} else {
-		const char *ns = str_at(m, col(m, T_TYPEREF, row, 2));
-		if (*ns) {
-			sb_name(b, ns);
-			sb_lit(b, ".");
-		}
-	}
-	sb_name(b, str_at(m, col(m, T_TYPEREF, row, 1)));
+	sb_name(b, str_at(m, col(m, table, row, 1)));
 }
 
 /* --- field signatures (23.2.4, 23.2.12) --- */
@@ -538,9 +530,9 @@ static int sig_type(const struct md *m, const uint8_t **p, const uint8_t *end, s
 		uint32_t row = (uint32_t)(tok >> 2);
 		size_t before = b->len;
 		if ((tok & 3) == 0)
-			typedef_name(m, row, b, 0);
+			type_name(m, T_TYPEDEF, row, b, 0);
 		else if ((tok & 3) == 1)
-			typeref_name(m, row, b, 0);
+			type_name(m, T_TYPEREF, row, b, 0);
 		if (b->len == before)
 			return -1;
 		return 0;
@@ -644,7 +636,7 @@ int clrmeta_each_static(const uint8_t *md, size_t len, clrmeta_static_fn fn, voi
 			if (!named) {
 				struct sb b = {owner, 0, sizeof(owner)};
 				owner[0] = '\0';
-				typedef_name(&m, t, &b, 0);
+				type_name(&m, T_TYPEDEF, t, &b, 0);
 				named = 1;
 			}
 			field_key(&m, col(&m, T_FIELD, f, 2), key, sizeof(key));
