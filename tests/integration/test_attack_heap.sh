@@ -29,12 +29,16 @@ PY
 
 declare -A FAKE
 FAKES=()
+# start_fake MODE TRACE [NAME [OPTION...]]: FAKE[NAME] (NAME defaults to
+# MODE) is a fake runtime of that mode, ready.
 start_fake() {
-	"$DW_FAKERT" --mode "$1" --trace "$2" >"$T/fake.$1.out" 2>&1 &
-	FAKE[$1]=$!
+	local mode=$1 trace=$2 name=${3:-$1}
+	shift $(($# > 3 ? 3 : $#))
+	"$DW_FAKERT" --mode "$mode" --trace "$trace" "$@" >"$T/fake.$name.out" 2>&1 &
+	FAKE[$name]=$!
 	PIDS+=("$!")
 	FAKES+=("$!")
-	wait_for "grep -q ready '$T/fake.$1.out'" 10 || fail "fake $1 did not start: $(cat "$T/fake.$1.out")"
+	wait_for "grep -q ready '$T/fake.$name.out'" 10 || fail "fake $name did not start: $(cat "$T/fake.$name.out")"
 }
 trap 'for p in "${FAKES[@]}"; do rm -f /tmp/dotnet-diagnostic-$p-*-socket; done; cleanup' EXIT
 
@@ -63,11 +67,8 @@ old, new = b"\0Cache\0", b"\0" + sys.argv[3].encode() + b"\0"
 assert len(old) == len(new) and data.count(old) == 1, "no Cache in the assembly's strings"
 open(sys.argv[2], "wb").write(data.replace(old, new))
 PY
-"$DW_FAKERT" --mode replay --trace "$SRC" --map "$T/Hostile.dll" >"$T/fake.mapped.out" 2>&1 &
-MAPPED=$!
-PIDS+=("$MAPPED")
-FAKES+=("$MAPPED")
-wait_for "grep -q ready '$T/fake.mapped.out'" 10 || fail "fake with a mapped assembly did not start: $(cat "$T/fake.mapped.out")"
+start_fake replay "$SRC" mapped --map "$T/Hostile.dll"
+MAPPED=${FAKE[mapped]}
 grep -q "Hostile.dll" "/proc/$MAPPED/maps" || fail "the fake does not map the assembly"
 "$DUMPWATCH" heap --timeout 60s "$MAPPED" >"$T/owner.txt" 2>"$T/owner.err" ||
 	fail "heap of the fake with an assembly failed: $(cat "$T/owner.err")"
