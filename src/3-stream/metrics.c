@@ -189,6 +189,20 @@ struct metrics {
 	double counter_alloc_total;
 	int have_counter_alloc;
 	int64_t counter_alloc_ns;
+	double counter_alloc_rate; /* bytes a second over its last interval */
+	/* Allocation ticks that come and go (metrics_ticks_gated): when the
+	 * current span of them began, 0 while they do not come. */
+	int ticks_gated;
+	int64_t ticks_on_ns;
+	/* Gated: the sizes as of the latest complete System.Runtime sample
+	 * (upper bounds: loh, poh, heap) and the ticks stamped after it, by
+	 * kind. They stand for the span from the last GC to the ticks' start,
+	 * which no tick covers (see metrics_read). */
+	int have_gs;
+	unsigned gs_seen; /* the sample's counters arrived since the last one taken (bits RC_HEAP..RC_POH) */
+	int64_t gs_ns;
+	double gs_size[3];
+	uint64_t gs_after[3];
 	/* The heap and the allocation total as of the first GC seen. */
 	uint64_t heap_at_first_gc, alloc_at_first_gc;
 	int64_t first_heap_ns;
@@ -401,6 +415,64 @@ static double time_in_gc(const struct metrics *m, int64_t now_ns)
 	return 100.0 * (double)sum / (double)(now_ns - from);
 }
 
+static int64_t later(int64_t a, int64_t b);
+
+/* From the latest complete System.Runtime sample, as a seed is made of
+ * (try_seed): the last GC's LOH, POH and whole heap, each plus everything
+ * allocated since, of every kind; *at when it was taken. 1, or 0 without one. */
+static int sample_sizes(const struct metrics *m, double sizes[3], int64_t *at)
+{
+	int64_t newest = 0, oldest = INT64_MAX;
+	for (int i = RC_HEAP; i <= RC_POH; i++) {
+		if (!m->rc[i].have)
+			return 0;
+		newest = later(newest, m->rc[i].t_ns);
+		if (m->rc[i].t_ns < oldest)
+			oldest = m->rc[i].t_ns;
+	}
+	if (newest - oldest > SAMPLE_SKEW_NS)
+		return 0;
+	double gross = 0, frag_pct = 0;
+	for (int i = RC_GEN0; i <= RC_POH; i++)
+		gross += m->rc[i].value > 0 ? m->rc[i].value : 0;
+	if (m->rc[RC_FRAG].have && newest - m->rc[RC_FRAG].t_ns <= SAMPLE_SKEW_NS && m->rc[RC_FRAG].value > 0 &&
+	    m->rc[RC_FRAG].value < 100)
+		frag_pct = m->rc[RC_FRAG].value;
+	double since = m->rc[RC_HEAP].value * 1e6 - gross * (1.0 - frag_pct / 100.0);
+	if (!(since > 0))
+		since = 0;
+	sizes[0] = (m->rc[RC_LOH].value > 0 ? m->rc[RC_LOH].value : 0) + since;
+	sizes[1] = (m->rc[RC_POH].value > 0 ? m->rc[RC_POH].value : 0) + since;
+	sizes[2] = gross + since;
+	*at = newest;
+	return 1;
+}
+
+/* Gated: a new complete sample replaces the one the sizes fall back on once
+ * each of its counters has arrived again (by arrival, not by time: a runtime
+ * whose clock repeats itself still replaces it). */
+static void take_gated_sample(struct metrics *m, int rc)
+{
+	double sizes[3];
+	int64_t at;
+	const unsigned all = (1u << (RC_POH + 1)) - 1;
+	if (!m->ticks_gated || rc > RC_POH)
+		return;
+	m->gs_seen |= 1u << rc;
+	if (m->gs_seen != all || !sample_sizes(m, sizes, &at))
+		return;
+	m->gs_seen = 0;
+	m->have_gs = 1;
+	m->gs_ns = at;
+	memcpy(m->gs_size, sizes, sizeof(sizes));
+	memset(m->gs_after, 0, sizeof(m->gs_after));
+	for (uint32_t i = 0; i < m->ticks.n; i++) {
+		const struct tick *k = ring_at(&m->ticks, sizeof(*k), i);
+		if (k->t_ns > at)
+			m->gs_after[k->kind] += k->amount;
+	}
+}
+
 static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_ns)
 {
 	struct counter_value *cv = NULL;
@@ -409,6 +481,7 @@ static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_
 		m->counter_alloc_total += c->value;
 		m->have_counter_alloc = 1;
 		m->counter_alloc_ns = t_ns;
+		m->counter_alloc_rate = c->interval_sec > 0 ? c->value / c->interval_sec : c->value;
 	}
 
 	for (size_t i = 0; i < m->n_counters; i++)
@@ -443,6 +516,7 @@ static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_
 			m->rc[i].t_ns = t_ns;
 			m->rc[i].have = 1;
 			try_seed(m);
+			take_gated_sample(m, i);
 			break;
 		}
 }
@@ -641,6 +715,10 @@ void metrics_on_event(struct metrics *m, const struct ev_record *r, int64_t t_ns
 				*slot = (struct tick){t_ns, r->u.alloc.amount, k};
 		}
 		rate_add(&m->rates[k], t_ns, r->u.alloc.amount);
+		/* Only ticks of the span the ticks cover: a runtime's clock that
+		 * goes back (a replay) adds nothing. */
+		if (m->have_gs && t_ns > m->gs_ns && t_ns >= m->ticks_on_ns)
+			m->gs_after[k] += r->u.alloc.amount;
 		m->allocated_total += r->u.alloc.amount;
 		/* Arrived late but allocated before the first GC seen. */
 		if (m->have_first_heap && t_ns <= m->first_heap_ns)
@@ -731,6 +809,54 @@ static int rates_known(const struct metrics *m, int64_t now_ns)
 	return started(m, &start) && now_ns - start >= KNOWN_AFTER_NS;
 }
 
+/* The allocation rates when ticks come and go: known once they have come
+ * for a whole window. */
+static int alloc_rates_known(const struct metrics *m, int64_t now_ns)
+{
+	if (!rates_known(m, now_ns))
+		return 0;
+	return !m->ticks_gated || (m->ticks_on_ns && now_ns - m->ticks_on_ns >= METRICS_RATE_WINDOW_NS);
+}
+
+void metrics_ticks_gated(struct metrics *m, int gated)
+{
+	m->ticks_gated = gated;
+}
+
+void metrics_ticks_on(struct metrics *m, int on, int64_t t_ns)
+{
+	m->ticks_on_ns = on ? (t_ns > 0 ? t_ns : 1) : 0;
+}
+
+int metrics_bound(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns, int64_t max_age_ns,
+                  double *value)
+{
+	switch (ref->id) {
+	case M_ALLOC_RATE:
+	case M_SOH_ALLOC_RATE:
+	case M_LOH_ALLOC_RATE:
+	case M_POH_ALLOC_RATE:
+		if (!m->have_counter_alloc || now_ns - m->counter_alloc_ns > max_age_ns)
+			return 0;
+		*value = m->counter_alloc_rate > 0 ? m->counter_alloc_rate : 0;
+		return 1;
+	case M_LOH_SIZE:
+	case M_POH_SIZE:
+	case M_HEAP_SIZE:
+		break;
+	default:
+		return 0;
+	}
+	{
+		double sizes[3];
+		int64_t at;
+		if (!sample_sizes(m, sizes, &at) || now_ns - at > max_age_ns)
+			return 0;
+		*value = sizes[ref->id == M_LOH_SIZE ? 0 : ref->id == M_POH_SIZE ? 1 : 2];
+		return 1;
+	}
+}
+
 void metrics_start(struct metrics *m, int64_t t_ns)
 {
 	m->start_ns = t_ns;
@@ -753,6 +879,15 @@ static double allocated(const struct metrics *m)
 	return m->counter_alloc_total;
 }
 
+/* Gated, the ticks began after the last GC: what was allocated between the
+ * two is in no tick, and the latest sample after that GC stands for it, as
+ * an upper bound (every kind counts). From the next GC the figures are
+ * exact again. */
+static int gap_open(const struct metrics *m)
+{
+	return m->ticks_gated && m->ticks_on_ns && m->ticks_on_ns > m->heap_ns && m->have_gs && m->gs_ns > m->heap_ns;
+}
+
 int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns, double *value,
                  int64_t *sample_ns)
 {
@@ -770,6 +905,13 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 			return 0;
 		*value = (double)(m->size[gen] + m->since_gc[kind] + (gen == 3 ? m->seed_since : 0));
 		*sample_ns = heap_t;
+		if (gap_open(m)) {
+			double v = m->gs_size[gen - 3] + (double)m->gs_after[kind];
+			if (v > *value) {
+				*value = v;
+				*sample_ns = later(m->gs_ns, m->since_gc_ns);
+			}
+		}
 		return 1;
 	}
 	case M_GEN0_SIZE:
@@ -785,6 +927,13 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 			return 0;
 		*value = (double)heap_total(m);
 		*sample_ns = heap_t;
+		if (gap_open(m)) {
+			double v = m->gs_size[2] + (double)(m->gs_after[0] + m->gs_after[1] + m->gs_after[2]);
+			if (v > *value) {
+				*value = v;
+				*sample_ns = later(m->gs_ns, m->since_gc_ns);
+			}
+		}
 		return 1;
 	case M_GC_PAUSE:
 		if (!m->have_pause)
@@ -806,7 +955,7 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 		*sample_ns = now_ns;
 		return 1;
 	case M_ALLOC_RATE:
-		if (!rates_known(m, now_ns))
+		if (!alloc_rates_known(m, now_ns))
 			return 0;
 		*value = rate_get(&m->rates[0], rate_end) + rate_get(&m->rates[1], rate_end) +
 		         rate_get(&m->rates[2], rate_end);
@@ -815,7 +964,7 @@ int metrics_read(const struct metrics *m, const struct metric_ref *ref, int64_t 
 	case M_SOH_ALLOC_RATE:
 	case M_LOH_ALLOC_RATE:
 	case M_POH_ALLOC_RATE:
-		if (!rates_known(m, now_ns))
+		if (!alloc_rates_known(m, now_ns))
 			return 0;
 		*value = rate_get(&m->rates[ref->id - M_SOH_ALLOC_RATE], rate_end);
 		*sample_ns = now_ns;

@@ -37,6 +37,7 @@ struct session {
 	struct nettrace_info trace;
 	int have_trace;
 	int64_t clock_offset_ns;
+	const struct session *clock_from; /* whose offset to use (session_share_clock) */
 	struct metrics *metrics;
 	uint64_t bytes;
 	int64_t read_ns; /* when the bytes being parsed were read */
@@ -78,7 +79,9 @@ static void on_event(void *ctx, const struct nettrace_event *ev)
 	}
 	if (r == 0)
 		return;
-	int64_t t = (s->have_trace ? nettrace_qpc_to_ns(&s->trace, ev->timestamp) : loop_now()) + s->clock_offset_ns;
+	int64_t offset =
+	    s->clock_from && s->clock_from->have_trace ? s->clock_from->clock_offset_ns : s->clock_offset_ns;
+	int64_t t = (s->have_trace ? nettrace_qpc_to_ns(&s->trace, ev->timestamp) : loop_now()) + offset;
 	metrics_on_event(s->metrics, &rec, t);
 	if (s->fn)
 		s->fn(s->ctx, s, &rec, t);
@@ -104,6 +107,11 @@ struct session *session_new(const struct dn_target *target, session_event_fn fn,
 	}
 	discovery_process_name(&s->target, "", s->name, sizeof(s->name));
 	return s;
+}
+
+void session_share_clock(struct session *s, const struct session *from)
+{
+	s->clock_from = from;
 }
 
 void session_free(struct session *s)
@@ -216,7 +224,8 @@ void session_subscription_add_metric(struct session_subscription *sub, const str
 
 int session_subscription_equal(const struct session_subscription *a, const struct session_subscription *b)
 {
-	if (a->needs != b->needs || a->counter_interval_ms != b->counter_interval_ms ||
+	if (a->needs != b->needs || a->ticks_only != b->ticks_only ||
+	    a->counter_interval_ms != b->counter_interval_ms || a->runtime_interval_ms != b->runtime_interval_ms ||
 	    a->all_events != b->all_events || a->n_counter_providers != b->n_counter_providers ||
 	    a->n_meters != b->n_meters)
 		return 0;
@@ -241,6 +250,22 @@ size_t session_providers(const struct session_subscription *sub, struct ipc_prov
 {
 	size_t n = 0;
 
+	if (sub->ticks_only) {
+		/* The ticks, and GCJoin_V2 that keeps the GC raising them (see
+		 * below); the GC's other events come to the main session. A
+		 * runtime that cannot filter sends this session all of them:
+		 * the caller takes the ticks only. */
+		static const uint32_t ids[] = {EV_ID_GC_ALLOC_TICK, EV_ID_GC_JOIN_V2};
+		out[0].keywords = EV_KW_GC;
+		out[0].level = 5;
+		out[0].name = EV_RUNTIME_PROVIDER;
+		out[0].args = NULL;
+		out[0].event_ids = sub->all_events ? NULL : ids;
+		out[0].n_event_ids = sub->all_events ? 0 : 2;
+		if (argslen)
+			args[0] = '\0';
+		return 1;
+	}
 	if (sub->needs & (NEED_GC | NEED_ALLOC_TICKS | NEED_EXCEPTIONS)) {
 		/* AppDomainResourceManagement too: .NET 5+ never fires its
 		 * events, but a runtime that does is decoded. ExceptionThrown_V1
@@ -288,16 +313,25 @@ size_t session_providers(const struct session_subscription *sub, struct ipc_prov
 		 * process's culture, where "0.05" may read as 5 (a comma
 		 * culture's group separator), but an exponent has no separator. */
 		uint32_t ms = sub->counter_interval_ms ? sub->counter_interval_ms : 1000;
-		int w = ms % 1000 == 0 ? snprintf(args, argslen, "EventCounterIntervalSec=%u", ms / 1000)
-		                       : snprintf(args, argslen, "EventCounterIntervalSec=%uE-3", ms);
-		used = w > 0 && (size_t)w < argslen ? (size_t)w + 1 : argslen;
+		uint32_t rms =
+		    sub->runtime_interval_ms && sub->runtime_interval_ms < ms ? sub->runtime_interval_ms : ms;
+		const char *own = args, *runtime = args;
+		for (int k = 0; k < (rms != ms ? 2 : 1) && used < argslen; k++) {
+			uint32_t v = k ? rms : ms;
+			int w = v % 1000 == 0
+			            ? snprintf(args + used, argslen - used, "EventCounterIntervalSec=%u", v / 1000)
+			            : snprintf(args + used, argslen - used, "EventCounterIntervalSec=%uE-3", v);
+			if (k)
+				runtime = args + used;
+			used += w > 0 && (size_t)w < argslen - used ? (size_t)w + 1 : argslen - used;
+		}
 		for (size_t i = 0; i < sub->n_counter_providers && n < SESSION_MAX_COUNTER_PROVIDERS + 1; i++) {
 			out[n].event_ids = NULL;
 			out[n].n_event_ids = 0;
 			out[n].keywords = 0;
 			out[n].level = 4;
 			out[n].name = sub->counter_providers[i];
-			out[n].args = args;
+			out[n].args = strcmp(sub->counter_providers[i], "System.Runtime") == 0 ? runtime : own;
 			n++;
 		}
 	}

@@ -97,7 +97,7 @@ static void journal_detach(struct target *t, const char *why)
 /* Keeps an op's descriptor registered for what it waits for. A new
  * attempt's socket may have the number of the last one, which left the epoll
  * set as it was closed: it is registered anew. */
-static void op_watch(struct target *t, struct ipc_op *op, struct op_reg *reg, loop_fd_fn fn)
+void target_op_watch(struct target *t, struct ipc_op *op, struct op_reg *reg, loop_fd_fn fn)
 {
 	int fd = op ? ipc_op_fd(op) : -1;
 	uint32_t ev = op ? ipc_op_events(op) : 0;
@@ -121,7 +121,7 @@ static void op_watch(struct target *t, struct ipc_op *op, struct op_reg *reg, lo
 	}
 }
 
-static void op_unwatch(struct target *t, struct op_reg *reg)
+void target_op_unwatch(struct target *t, struct op_reg *reg)
 {
 	if (reg->fd >= 0)
 		loop_del(t->cfg->loop, reg->fd);
@@ -132,7 +132,7 @@ static void op_drop(struct target *t)
 {
 	if (!t->op)
 		return;
-	op_unwatch(t, &t->op_reg);
+	target_op_unwatch(t, &t->op_reg);
 	ipc_op_clear(t->op);
 	free(t->op);
 	t->op = NULL;
@@ -140,6 +140,7 @@ static void op_drop(struct target *t)
 
 static void stream_off(struct target *t)
 {
+	target_ticks_close(t);
 	if (t->session && t->stream_on_loop)
 		loop_del(t->cfg->loop, session_fd(t->session));
 	t->stream_on_loop = 0;
@@ -150,7 +151,7 @@ static void stream_off(struct target *t)
 static void stop_done(struct target *t)
 {
 	if (t->stop_op) {
-		op_unwatch(t, &t->stop_reg);
+		target_op_unwatch(t, &t->stop_reg);
 		ipc_op_clear(t->stop_op);
 		free(t->stop_op);
 		t->stop_op = NULL;
@@ -173,6 +174,7 @@ static void session_end(struct target *t)
 
 	if (!t->session)
 		return;
+	target_ticks_close(t);
 	stream_off(t);
 	fd = session_take_stream(t->session, &id);
 	session_free(t->session);
@@ -196,7 +198,7 @@ static void session_end(struct target *t)
 			free(t->stop_op);
 			t->stop_op = NULL;
 		} else {
-			op_watch(t, t->stop_op, &t->stop_reg, on_stop_op);
+			target_op_watch(t, t->stop_op, &t->stop_reg, on_stop_op);
 		}
 	}
 }
@@ -213,12 +215,12 @@ static void stop_step(struct target *t)
 		return;
 	int r = ipc_op_step(t->stop_op, loop_now());
 	if (r == 0) {
-		op_watch(t, t->stop_op, &t->stop_reg, on_stop_op);
+		target_op_watch(t, t->stop_op, &t->stop_reg, on_stop_op);
 		return;
 	}
 	if (r < 0)
 		log_debug("pid=%d: stop tracing: %s", (int)t->dt.pid, t->stop_op->err);
-	op_unwatch(t, &t->stop_reg);
+	target_op_unwatch(t, &t->stop_reg);
 	ipc_op_clear(t->stop_op);
 	free(t->stop_op);
 	t->stop_op = NULL;
@@ -289,7 +291,7 @@ static void refresh_socket(struct target *t)
 	t->dt.sock = found.sock;
 }
 
-static void build_subscription(const struct target *t, struct session_subscription *sub)
+static void build_subscription(const struct target *t, struct session_subscription *sub, int *ticks_gated)
 {
 	memset(sub, 0, sizeof(*sub));
 	sub->counter_interval_ms = t->cfg->opt->counter_interval_ms ? t->cfg->opt->counter_interval_ms : 1000;
@@ -301,6 +303,17 @@ static void build_subscription(const struct target *t, struct session_subscripti
 	}
 	if (t->cfg->runtime_counters && t->n_rules > 0)
 		session_subscription_add_runtime_counters(sub);
+	/* The ticks come and go with a second session (ticks.c); the counters
+	 * bound the values meanwhile. */
+	*ticks_gated = !t->cfg->opt->ticks_always && target_ticks_gate(t->rules, t->n_rules);
+	if (*ticks_gated) {
+		/* The GC events stay: the runtime raises the ticks of the
+		 * second session only beside them (seen on .NET 10: a rate
+		 * rule's ticks session alone got none). */
+		sub->needs = (sub->needs & ~NEED_ALLOC_TICKS) | NEED_GC;
+		session_subscription_add_runtime_counters(sub);
+		sub->runtime_interval_ms = TARGET_BOUND_INTERVAL_MS;
+	}
 }
 
 static void gone(struct target *t);
@@ -348,6 +361,7 @@ static void attached(struct target *t)
 	}
 	if (t->ct)
 		ctxtrack_session_end(t->ct);
+	target_ticks_close(t); /* of the replaced session's metrics */
 	t->session = session_new(&t->dt, on_event, t);
 	if (!t->session) {
 		close(fd);
@@ -356,6 +370,9 @@ static void attached(struct target *t)
 	}
 	session_set_stream(t->session, fd, id, &t->info);
 	metrics_set_meter_interval(session_metrics(t->session), session_meter_interval_ns(&t->sub));
+	metrics_ticks_gated(session_metrics(t->session), t->ticks_gated);
+	t->ticks.gated = t->ticks_gated;
+	t->ticks.retry_ns = 0;
 	target_watch_exceptions(t);
 	if (loop_add(t->cfg->loop, fd, EPOLLIN, on_stream, t) < 0) {
 		session_free(t->session);
@@ -442,7 +459,7 @@ static void op_step(struct target *t)
 	int r = ipc_op_step(t->op, loop_now());
 
 	if (r == 0) {
-		op_watch(t, t->op, &t->op_reg, on_op);
+		target_op_watch(t, t->op, &t->op_reg, on_op);
 		arm(t);
 		return;
 	}
@@ -529,12 +546,13 @@ void target_attach(struct target *t)
 	struct session_subscription sub;
 	struct ipc_provider provs[SESSION_MAX_PROVIDERS];
 	char args[SESSION_ARGS_MAX];
+	int gated;
 
 	if (t->n_rules == 0 || t->exited || t->op || t->state == TARGET_NEW || t->state == TARGET_PROBING ||
 	    t->state == TARGET_ENDING || t->state == TARGET_GONE)
 		return;
-	build_subscription(t, &sub);
-	if (t->state == TARGET_ATTACHED && session_subscription_equal(&sub, &t->sub))
+	build_subscription(t, &sub, &gated);
+	if (t->state == TARGET_ATTACHED && session_subscription_equal(&sub, &t->sub) && gated == t->ticks_gated)
 		return;
 	if (session_providers(&sub, provs, args, sizeof(args)) == 0)
 		return;
@@ -545,6 +563,7 @@ void target_attach(struct target *t)
 	}
 	t->retry_ns = 0;
 	t->sub = sub;
+	t->ticks_gated = gated;
 	if (!t->have_info) {
 		/* The probe got no answer worth having: the runtime must say
 		 * who it is (its version picks createdump) before we trace. */
@@ -732,9 +751,12 @@ static int evaluate(struct target *t, int64_t now)
 
 static void on_event(void *ctx, struct session *s, const struct ev_record *r, int64_t t_ns)
 {
-	struct target *t = ctx;
 	(void)s;
+	target_on_event(ctx, r, t_ns);
+}
 
+void target_on_event(struct target *t, const struct ev_record *r, int64_t t_ns)
+{
 	int matters = metrics_event_matters(r);
 	if (r->type == EV_METER_ERROR)
 		target_meter_error(t, &r->u.meter);
@@ -749,6 +771,10 @@ static void on_event(void *ctx, struct session *s, const struct ev_record *r, in
 	}
 	if (t->ct)
 		ctxtrack_on_event(t->ct, session_metrics(t->session), r, t_ns);
+	/* A sample may bring a rule near: its ticks start now, not at the
+	 * next tick of the timer. */
+	if (r->type == EV_COUNTER && t->ticks.gated && !t->ticks.on_ns && !t->in_event)
+		target_ticks_update(t, loop_now());
 	if (matters && !t->deferred_end) {
 		t->in_event = 1;
 		evaluate(t, loop_now());
@@ -810,6 +836,8 @@ static void on_timer(struct loop *l, void *ctx)
 	}
 	if (t->stop_op && now >= ipc_op_wake(t->stop_op))
 		stop_step(t);
+	if (t->ticks.op && now >= ipc_op_wake(t->ticks.op))
+		target_ticks_step(t);
 	if (t->state == TARGET_ENDING && now >= t->grace_ns) {
 		if (discovery_exited(t->dt.pid, t->dt.starttime)) {
 			gone(t);
@@ -856,9 +884,16 @@ static void on_timer(struct loop *l, void *ctx)
 	}
 	if (t->state == TARGET_ATTACHED)
 		t->tick_ns = now + TARGET_TICK_NS;
+	if (t->state == TARGET_ATTACHED || t->ticks.s || t->ticks.op)
+		target_ticks_update(t, now);
 	if (t->ct && t->state == TARGET_ATTACHED && t->session && !t->job)
 		ctxtrack_tick(t->ct, session_metrics(t->session), now);
 	evaluate(t, now);
+	arm(t);
+}
+
+void target_rearm(struct target *t)
+{
 	arm(t);
 }
 
@@ -883,6 +918,7 @@ static void arm(struct target *t)
 	if (t->stop_op)
 		NEAR(ipc_op_wake(t->stop_op));
 	NEAR(t->stop_deadline);
+	NEAR(target_ticks_wake(t));
 	if (t->deferred_end)
 		NEAR(now); /* a dump that could not start, reported from the timer */
 	if (t->state == TARGET_ENDING)
@@ -915,7 +951,7 @@ struct target *target_new(const struct target_config *cfg, const struct target_h
 	t->hooks = hooks;
 	t->ctx = ctx;
 	t->dt = *dt;
-	t->op_reg.fd = t->stop_reg.fd = t->stop_stream = t->pidfd = t->fx_store = -1;
+	t->op_reg.fd = t->stop_reg.fd = t->ticks.reg.fd = t->stop_stream = t->pidfd = t->fx_store = -1;
 	loop_timer_init(&t->timer, on_timer, t);
 	discovery_process_name(&t->dt, "", t->name, sizeof(t->name));
 	{
@@ -940,6 +976,7 @@ void target_free(struct target *t)
 	}
 	op_drop(t);
 	stream_off(t);
+	target_ticks_close(t);
 	if (t->session) {
 		/* Closing the connection ends the runtime's session as well: it
 		 * stops one whose client is gone at its next write. */
@@ -1038,14 +1075,16 @@ int target_retrying(const struct target *t, int64_t *ret_at)
 int target_fds(const struct target *t)
 {
 	return (t->session && session_fd(t->session) >= 0) + (t->pidfd >= 0) + (t->op != NULL) + (t->stop_stream >= 0) +
-	       (t->stop_op != NULL) + (t->job ? 8 : 0) + (t->ps ? procstat_fds(t->ps) : 0);
+	       (t->stop_op != NULL) + target_ticks_fds(t) + (t->job ? 8 : 0) + (t->ps ? procstat_fds(t->ps) : 0);
 }
 
 /* The /proc files the rules poll: status, and the fd directory for fds. */
 
 int target_fds_to_attach(const struct target *t)
 {
-	return 2 + target_proc_files(t);
+	/* With the second session near a threshold: its request and stream. */
+	int ticks = !t->cfg->opt->ticks_always && target_ticks_gate(t->rules, t->n_rules) ? 2 : 0;
+	return 2 + ticks + target_proc_files(t);
 }
 
 int target_fds_pending(const struct target *t)

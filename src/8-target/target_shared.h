@@ -25,6 +25,25 @@ struct op_reg {
 	unsigned attempt;
 };
 
+/* The second session that brings allocation ticks while a rule is near its
+ * threshold (ticks.c). */
+struct target_ticks {
+	int gated;         /* the rules' ticks come from here, not the main session */
+	struct ipc_op *op; /* its CollectTracing, or StopTracing, in flight */
+	struct op_reg reg;
+	struct session *s; /* its stream, once started (and while it drains) */
+	uint64_t session_id;
+	int on_loop;
+	int64_t asked_ns; /* when CollectTracing went out */
+	int64_t on_ns;    /* when the ticks began to count; 0: not counting */
+	int stopping;     /* StopTracing sent: the stream drains to its end */
+	int64_t stop_deadline;
+	int64_t hot_ns;         /* the last time a rule was near */
+	int64_t retry_ns;       /* after a failure, not before */
+	char why[384];          /* why they were started */
+	uint64_t bytes, events; /* of the sessions that ended */
+};
+
 struct target {
 	const struct target_config *cfg;
 	const struct target_hooks *hooks;
@@ -41,6 +60,8 @@ struct target {
 	struct target_rule *rules;
 	size_t n_rules;
 	struct session_subscription sub; /* of the attached session */
+	int ticks_gated;                 /* sub leaves the ticks to t->ticks */
+	struct target_ticks ticks;
 
 	/* The request in flight (ProcessInfo or CollectTracing). */
 	struct ipc_op *op;
@@ -206,5 +227,30 @@ void target_meter_error(struct target *t, const struct ev_meter *m);
 /* A meter value of instrument m: says once a condition that cannot read it;
  * returns whether any rule reads it. */
 int target_meter_fit(struct target *t, const struct ev_meter *m);
+
+/* ---- target.c, for the other files ------------------------------------ */
+
+/* Keeps an op's descriptor on the loop for what it waits for (fn gets t). */
+void target_op_watch(struct target *t, struct ipc_op *op, struct op_reg *reg, loop_fd_fn fn);
+void target_op_unwatch(struct target *t, struct op_reg *reg);
+/* An event of t's process (after its metrics took it): context, verbose
+ * output, evaluation. */
+void target_on_event(struct target *t, const struct ev_record *r, int64_t t_ns);
+/* Arms t's timer for what it waits for now. */
+void target_rearm(struct target *t);
+
+/* ---- ticks.c ------------------------------------------------------------ */
+
+/* Whether a rule is near (why says which, and how); t has a session. */
+int target_ticks_near(const struct target *t, int64_t now, char *why, size_t whylen);
+/* Starts or stops the ticks as the rules are near or not (every tick). */
+void target_ticks_update(struct target *t, int64_t now);
+/* Advances the request in flight. */
+void target_ticks_step(struct target *t);
+/* Ends them at once: the stream closed, the request dropped. */
+void target_ticks_close(struct target *t);
+/* When the request in flight or the stop's deadline wants the timer (0: not). */
+int64_t target_ticks_wake(const struct target *t);
+int target_ticks_fds(const struct target *t);
 
 #endif

@@ -23,6 +23,7 @@ enum {
 	OPT_HISTORY,
 	OPT_PROC_INTERVAL,
 	OPT_ALL_EVENTS,
+	OPT_ALLOC_TICKS,
 	OPT_ON_FIRE,
 	OPT_ON_DUMP,
 	OPT_HOOK_USER,
@@ -44,6 +45,7 @@ const struct cli_option target_cli_options[] = {
     {{"history", required_argument, NULL, OPT_HISTORY}, NULL},
     {{"proc-interval", required_argument, NULL, OPT_PROC_INTERVAL}, NULL},
     {{"all-events", no_argument, NULL, OPT_ALL_EVENTS}, NULL},
+    {{"alloc-ticks", required_argument, NULL, OPT_ALLOC_TICKS}, NULL},
     {{"on-fire", required_argument, NULL, OPT_ON_FIRE}, NULL},
     {{"on-dump", required_argument, NULL, OPT_ON_DUMP}, NULL},
     {{"hook-user", required_argument, NULL, OPT_HOOK_USER}, NULL},
@@ -218,6 +220,13 @@ int target_cli_option(struct target_cli *c, int opt, const char *arg)
 	case OPT_ALL_EVENTS:
 		c->all_events = 1;
 		return 0;
+	case OPT_ALLOC_TICKS:
+		if (strcmp(arg, "near") != 0 && strcmp(arg, "always") != 0) {
+			log_error("--alloc-ticks takes near or always; not \"%s\"", arg);
+			return -EINVAL;
+		}
+		c->ticks_always = strcmp(arg, "always") == 0;
+		return 0;
 	case OPT_ON_FIRE:
 		return hook_option("--on-fire", arg, &c->on_fire);
 	case OPT_ON_DUMP:
@@ -282,6 +291,7 @@ void target_cli_target_options(const struct target_cli *c, const char *dump_dir,
 	    .createdump = c->createdump,
 	    .counter_interval_ms = (uint32_t)(c->counter_interval_ns / 1000000),
 	    .all_events = c->all_events,
+	    .ticks_always = c->ticks_always,
 	    .verbose = c->verbose,
 	    .history_ns = c->history_ns,
 	    .proc_interval_ns = c->proc_interval_ns,
@@ -332,6 +342,11 @@ void target_cli_help(FILE *f)
 	cli_help_option(f, "--all-events",
 	                "subscribe to every event of the keywords the rules need, not only\n"
 	                "those dumpwatch reads (.NET 10 filters by event id; for comparison)");
+	cli_help_option(f, "--alloc-ticks near|always",
+	                "when rules on sizes and allocation rates take allocation ticks: only\n"
+	                "while one is near its threshold (default near; far from it the\n"
+	                "counters bound them), or always (allocation by type covers all the\n"
+	                "history, at a cost)");
 	cli_help_option(f, "--on-fire CMD",
 	                "run CMD when a rule fires: a program (absolute path, root's) and its\n"
 	                "arguments, no shell; DUMPWATCH_* variables say what happened");

@@ -296,8 +296,8 @@ int watch_run(const struct watch_options *o)
 	}
 	/* A dump in progress is abandoned (journaled by the target); tracing
 	 * is ended, waiting a bounded time for the runtime's answer. */
-	struct session *s = target_session(w.t);
-	uint64_t bytes = s ? session_bytes(s) : 0, events = s ? session_events(s) : 0;
+	uint64_t bytes = 0, events = 0;
+	target_stream_totals(w.t, &bytes, &events);
 	if (target_dumping(w.t)) {
 		target_free(w.t);
 		w.t = NULL;

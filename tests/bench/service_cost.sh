@@ -19,10 +19,15 @@
 # watcher's own CPU.
 #
 # Watchers (MODES):
-#   loh       dumpwatch, one rule: loh-size > 100GB for 5s
+#   loh       dumpwatch, one rule: loh-size > 1GB for 5s (ShopApi's LOH
+#             is tens of MB: allocation ticks only near the threshold,
+#             --alloc-ticks near, the default, so none here)
 #   all       dumpwatch, a rule of every kind at once: loh-size,
-#             loh-alloc-rate, an exception rule, the p99 of ASP.NET Core's
-#             request duration
+#             loh-alloc-rate > 8GB/s (ShopApi allocates ~1 GB/s of every
+#             kind), an exception rule, the p99 of ASP.NET Core's request
+#             duration
+#   armed     the loh rule with --alloc-ticks always: the cost while a rule
+#             is near its threshold (the ticks on all the time)
 #   counters  dotnet-counters collect (the NuGet tool), its default
 #             counters every second
 #   gc, ticks, exceptions, meters, runtime-counters
@@ -53,9 +58,9 @@ bench_init dw-service-cost
 hz=$(getconf CLK_TCK)
 
 declare -A rules=(
-	[loh]='loh-size > 100GB for 5s'
+	[loh]='loh-size > 1GB for 5s'
 	[gc]='gc-pause > 100s'
-	[ticks]='loh-alloc-rate > 100GB/s for 5s'
+	[ticks]='loh-alloc-rate > 8GB/s for 5s'
 	[exceptions]='exception NoSuchException >= 1000 in 1m'
 	[meters]='meter Microsoft.AspNetCore.Hosting/http.server.request.duration p99 > 100s for 30s'
 	[runtime-counters]='System.Runtime/cpu-usage > 1000 for 30s'
@@ -63,6 +68,7 @@ declare -A rules=(
 dw_args() { # mode -> dumpwatch's rule options, one per line
 	case $1 in
 	all) printf -- '--when\n%s\n' "${rules[loh]}" "${rules[ticks]}" "${rules[exceptions]}" "${rules[meters]}" ;;
+	armed) printf -- '--when\n%s\n--alloc-ticks\nalways\n' "${rules[loh]}" ;;
 	*) printf -- '--when\n%s\n' "${rules[$1]}" ;;
 	esac
 }
@@ -132,6 +138,8 @@ watcher_off() {
 		secs=$(awk -v a="$w_launch" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 		grep '"event":"stop"' "$t/journal" | tail -1 | jq -r --arg m "$mode" --arg s "$secs" \
 			'"\($m) \(.events) \(.stream_bytes) \($s)"' >>"$t/streams" || true
+		# whether the allocation ticks came on during this attach
+		echo "$mode $(grep -c '"event":"ticks".*"on":true' "$t/journal" || true)" >>"$t/ticks"
 	fi
 	sleep 1
 }
@@ -184,6 +192,8 @@ for mode in "${modes[@]}"; do
 	if [ -s "$t/streams" ] && grep -q "^$mode " "$t/streams"; then
 		awk -v m="$mode" '$1 == m && $4 > 0 { e += $2; b += $3; s += $4 } END {
 			if (s > 0) printf "  its stream: %.0f events/s, %.1f KB/s\n", e / s, b / s / 1000 }' "$t/streams"
+		awk -v m="$mode" '$1 == m { n++; if ($2 > 0) on++ } END {
+			printf "  allocation ticks started in %d of its %d attaches\n", on, n }' "$t/ticks"
 	fi
 done
 echo "wrk: $(grep -E 'Requests/sec|Non-2xx|errors' "$t/wrk.out" | tr '\n' ' ')"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Allocation by type. MemSpike allocates 400 byte[] of 1 MB in the LOH, then
 # 30,000 byte[] of 1,000 bytes (30 MB in the SOH), then 20 pinned byte[] of
-# 1 MB in the POH, the last of which fires 'poh-size > 15MB' (a rule on a
-# size subscribes to allocation ticks). The dump's context names
+# 1 MB in the POH, the last of which fires 'poh-size > 15MB', with the
+# allocation ticks taken from the attach on (--alloc-ticks always: by default
+# they come only once a rule is near its threshold). The dump's context names
 # System.Byte[] with its LOH bytes within 1 % of the 400 x 1,000,024 bytes
 # allocated (each 1 MB array is a tick of its own), its POH bytes between
 # the 15 MB that fired and the 20 MB allocated, its SOH bytes close to the
@@ -11,7 +12,7 @@
 # 100 x 1 MB in the LOH as System.Byte[], loh, within 1 %.
 source "$(dirname "$0")/lib.sh"
 start_app
-start_dw --pid "$APP_PID" --when 'poh-size > 15MB' -t triage --dump-dir "$DUMPS" --journal "$JOURNAL"
+start_dw --pid "$APP_PID" --when 'poh-size > 15MB' --alloc-ticks always -t triage --dump-dir "$DUMPS" --journal "$JOURNAL"
 wait_attached
 app_cmd "loh 400"
 wait_for "grep -q 'done loh 400' '$T/app.out'" 60 || fail "MemSpike did not allocate 400 MB"

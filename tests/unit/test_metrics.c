@@ -419,6 +419,83 @@ static void test_seed_from_counters(void)
 	metrics_free(m);
 }
 
+static void alloc_counter(struct metrics *m, int64_t t, double bytes)
+{
+	struct ev_record r;
+	memset(&r, 0, sizeof(r));
+	r.type = EV_COUNTER;
+	strcpy(r.u.counter.provider, "System.Runtime");
+	strcpy(r.u.counter.name, "alloc-rate");
+	r.u.counter.is_increment = 1;
+	r.u.counter.interval_sec = 1;
+	r.u.counter.value = bytes;
+	metrics_on_event(m, &r, t);
+}
+
+/* Ticks that come and go (a second session brings them near a threshold):
+ * the counters bound the sizes and rates from above; sizes stay exact at
+ * every GC; once the ticks start after a GC, the latest sample stands for
+ * what no tick covers until the next GC; rates are unknown until the ticks
+ * have come for a whole window. */
+static void test_gated_ticks(void)
+{
+	struct metrics *m = metrics_new();
+	const double gens[5] = {10e6, 0, 0, 100e6, 1e6};
+	struct metric_ref loh = ref_of(M_LOH_SIZE), rate = ref_of(M_LOH_ALLOC_RATE), g0 = ref_of(M_GEN0_SIZE);
+	double b;
+
+	metrics_start(m, 10 * SEC);
+	metrics_ticks_gated(m, 1);
+	/* No sample: no bound; gen0-size never has one. */
+	CHECK(metrics_bound(m, &loh, 10 * SEC, 5 * SEC, &b) == 0);
+	heap(m, 10 * SEC + 500 * MS, 10e6, 100e6, 1e6);
+	CHECK(val(m, M_LOH_SIZE, 11 * SEC, NULL) == 100e6);
+	/* 111 MB at the last GC, 311 MB in use now: 200 MB since, of any kind. */
+	sample(m, 12 * SEC, 311.0, 0, gens);
+	alloc_counter(m, 12 * SEC + 3 * MS, 200e6);
+	CHECK(metrics_bound(m, &loh, 12 * SEC + 10 * MS, 5 * SEC, &b) == 1 && fabs(b - 300e6) < 1);
+	CHECK(metrics_bound(m, &g0, 12 * SEC + 10 * MS, 5 * SEC, &b) == 0);
+	struct metric_ref heapsz = ref_of(M_HEAP_SIZE), poh = ref_of(M_POH_SIZE);
+	CHECK(metrics_bound(m, &heapsz, 12 * SEC + 10 * MS, 5 * SEC, &b) == 1 && fabs(b - 311e6) < 1);
+	CHECK(metrics_bound(m, &poh, 12 * SEC + 10 * MS, 5 * SEC, &b) == 1 && fabs(b - 201e6) < 1);
+	CHECK(metrics_bound(m, &rate, 12 * SEC + 10 * MS, 5 * SEC, &b) == 1 && b == 200e6);
+	/* A stale sample bounds nothing. */
+	CHECK(metrics_bound(m, &loh, 18 * SEC, 5 * SEC, &b) == 0);
+	CHECK(metrics_bound(m, &rate, 18 * SEC, 5 * SEC, &b) == 0);
+	/* Without ticks the size is the last GC's, the rates unknown. */
+	CHECK(val(m, M_LOH_SIZE, 12 * SEC + 10 * MS, NULL) == 100e6);
+	CHECK(isnan(val(m, M_LOH_ALLOC_RATE, 12 * SEC + 10 * MS, NULL)));
+	/* Ticks start after that GC: the sample stands for the span before
+	 * them, the ticks after it add to it. */
+	metrics_ticks_on(m, 1, 12 * SEC + 50 * MS);
+	tick(m, 12 * SEC + 100 * MS, EV_ALLOC_LARGE, 10000000);
+	tick(m, 12 * SEC + 110 * MS, EV_ALLOC_SMALL, 100000);
+	CHECK_MSG(fabs(val(m, M_LOH_SIZE, 12 * SEC + 200 * MS, NULL) - 310e6) < 1, "loh %.0f",
+	          val(m, M_LOH_SIZE, 12 * SEC + 200 * MS, NULL));
+	CHECK(fabs(val(m, M_HEAP_SIZE, 12 * SEC + 200 * MS, NULL) - 321.1e6) < 1);
+	CHECK(isnan(val(m, M_LOH_ALLOC_RATE, 12 * SEC + 900 * MS, NULL)));
+	CHECK(val(m, M_LOH_ALLOC_RATE, 13 * SEC + 60 * MS, NULL) > 0);
+	/* A later sample counts those ticks in its figures, not twice. */
+	sample(m, 13 * SEC, 321.1, 0, gens);
+	CHECK(fabs(val(m, M_LOH_SIZE, 13 * SEC + 10 * MS, NULL) - 310.1e6) < 1);
+	/* The next GC is exact again, and the ticks after it add to it. */
+	heap(m, 13 * SEC + 100 * MS, 0, 290e6, 1e6);
+	tick(m, 13 * SEC + 200 * MS, EV_ALLOC_LARGE, 5000000);
+	CHECK(val(m, M_LOH_SIZE, 13 * SEC + 300 * MS, NULL) == 295e6);
+	/* Off: the rates are unknown again; the size keeps the ticks that came. */
+	metrics_ticks_on(m, 0, 13 * SEC + 400 * MS);
+	CHECK(isnan(val(m, M_LOH_ALLOC_RATE, 13 * SEC + 500 * MS, NULL)));
+	CHECK(val(m, M_LOH_SIZE, 13 * SEC + 500 * MS, NULL) == 295e6);
+	metrics_free(m);
+
+	/* Not gated: rates as before, whatever metrics_ticks_on says. */
+	m = metrics_new();
+	metrics_start(m, 10 * SEC);
+	tick(m, 10 * SEC + 100 * MS, EV_ALLOC_LARGE, 5000000);
+	CHECK(val(m, M_LOH_ALLOC_RATE, 11 * SEC, NULL) > 0);
+	metrics_free(m);
+}
+
 /* The /proc metrics: unknown until a poll has their field, then the last
  * poll's values and time; private-memory counts swap; a poll without a field
  * makes that metric unknown again (a zombie's status has no Vm lines). */
@@ -545,6 +622,7 @@ int main(void)
 	test_proc();
 	test_unknown_at_start();
 	test_seed_from_counters();
+	test_gated_ticks();
 	test_empty();
 	test_loh_live_estimate();
 	test_out_of_order_arrival();

@@ -65,6 +65,37 @@ int main(void)
 	session_providers(&sub, p, args, sizeof(args));
 	CHECK_STR(p[1].args, "EventCounterIntervalSec=1500E-3");
 
+	/* Allocation ticks near a threshold: System.Runtime's counters come
+	 * faster than the others', which keep their interval; a shorter
+	 * interval of their own is not lengthened. */
+	sub.counter_interval_ms = 0;
+	sub.runtime_interval_ms = 100;
+	sub.n_counter_providers = 2;
+	snprintf(sub.counter_providers[1], CATALOG_NAME_MAX, "Microsoft.AspNetCore.Hosting");
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 3);
+	CHECK_STR(p[1].name, "System.Runtime");
+	CHECK_STR(p[1].args, "EventCounterIntervalSec=100E-3");
+	CHECK_STR(p[2].args, "EventCounterIntervalSec=1");
+	sub.counter_interval_ms = 50;
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 3);
+	CHECK_STR(p[1].args, "EventCounterIntervalSec=50E-3");
+	CHECK_STR(p[2].args, "EventCounterIntervalSec=50E-3");
+	struct session_subscription slower = sub;
+	slower.runtime_interval_ms = 0;
+	CHECK(!session_subscription_equal(&sub, &slower));
+
+	/* The ticks alone: GC keyword, level 5, the tick and GCJoin_V2 (which
+	 * keeps the GC raising ticks); every event of them with all_events. */
+	memset(&sub, 0, sizeof(sub));
+	sub.needs = NEED_ALLOC_TICKS;
+	sub.ticks_only = 1;
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 1);
+	CHECK(p[0].keywords == EV_KW_GC && p[0].level == 5 && p[0].n_event_ids == 2 &&
+	      p[0].event_ids[0] == EV_ID_GC_ALLOC_TICK && p[0].event_ids[1] == EV_ID_GC_JOIN_V2);
+	sub.all_events = 1;
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 1);
+	CHECK(p[0].n_event_ids == 0 && p[0].event_ids == NULL);
+
 	/* The runtime provider asks for the decoded events only (CollectTracing5
 	 * sends the list; older commands cannot), unless every event is wanted. */
 	memset(&sub, 0, sizeof(sub));

@@ -313,8 +313,41 @@ static void dump_heard(const struct heard *h)
 		fprintf(stderr, "  %d %s\n", i, h->what[i]);
 }
 
+/* Which rules' allocation ticks can come and go: "above" conditions on sizes
+ * and allocation rates only. */
+static void test_ticks_gate(void)
+{
+	static const struct {
+		const char *conds[2];
+		int gate;
+	} cases[] = {
+	    {{"loh-size > 1GB", NULL}, 1},
+	    {{"heap-size >= 2GB", "gc-pause > 100ms"}, 1},
+	    {{"loh-alloc-rate > 100MB/s", "poh-size > 1MB"}, 1},
+	    {{"alloc-rate > 1GB/s for 5s", NULL}, 1},
+	    {{"gc-pause > 100ms", NULL}, 0}, /* no ticks at all */
+	    {{"loh-size < 1GB", NULL}, 0},   /* a "below" one needs them always */
+	    {{"loh-size > 1GB", "alloc-rate < 1MB/s"}, 0},
+	    {{"loh-size > 1GB", "appdomain-allocated > 1GB"}, 0},
+	    {{"loh-size > 0B", NULL}, 0}, /* nothing to be far from */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct target_rule r;
+		char err[256];
+		memset(&r, 0, sizeof(r));
+		for (int c = 0; c < 2 && cases[i].conds[c]; c++) {
+			CHECK_MSG(rule_cond_parse(cases[i].conds[c], &r.fr.rule.conds[c], err, sizeof(err)) == 0,
+			          "%s: %s", cases[i].conds[c], err);
+			r.fr.rule.n_conds++;
+		}
+		CHECK_MSG(target_ticks_gate(&r, 1) == cases[i].gate, "case %zu (%s)", i, cases[i].conds[0]);
+	}
+	CHECK(target_ticks_gate(NULL, 0) == 0);
+}
+
 int main(void)
 {
+	test_ticks_gate();
 	struct heard h;
 
 	log_set_level((enum log_level)0);

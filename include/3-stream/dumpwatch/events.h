@@ -161,6 +161,8 @@ int events_decode(const struct nettrace_event *ev, int pointer_size, struct ev_r
 /* GCJoin_V2: not decoded, but the GC raises its verbose events (allocation
  * ticks) only while this one is enabled. */
 #define EV_ID_GC_JOIN_V2 203
+/* GCAllocationTick (all versions). */
+#define EV_ID_GC_ALLOC_TICK 10
 
 /* The ids of the runtime provider's events that a watch reads, of those
  * events_decode decodes (GC, allocation tick, AppDomain, ExceptionThrown;

@@ -110,6 +110,24 @@ void metrics_set_meter_interval(struct metrics *m, int64_t interval_ns);
 /* The instruments' time series, NULL until a value was published. */
 const struct meters *metrics_meters(const struct metrics *m);
 
+/* Allocation ticks that come and go: a second session brings them while a
+ * rule on a size or an allocation rate is near its threshold (target.h).
+ * Gated, the allocation rates are known only once ticks have come for a whole
+ * rate window; sizes between GCs add the ticks that came (the last GC's
+ * figure alone while none come). metrics_ticks_on says when they start
+ * (on) and stop (off). */
+void metrics_ticks_gated(struct metrics *m, int gated);
+void metrics_ticks_on(struct metrics *m, int on, int64_t t_ns);
+
+/* An upper bound of ref's value now, from the latest System.Runtime sample
+ * when it is no older than max_age_ns: loh-size, poh-size and heap-size as
+ * the last GC's size plus everything allocated since, of every kind; the
+ * allocation rates (alloc-rate, soh-, loh-, poh-alloc-rate) as the
+ * allocation counter's rate, of every kind. 1 with the bound, 0 when there is
+ * none (another metric, or no fresh sample). */
+int metrics_bound(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns, int64_t max_age_ns,
+                  double *value);
+
 /* Writes the current built-in metrics as one human line ("heap-size=... loh-size=..."). */
 void metrics_describe(const struct metrics *m, int64_t now_ns, char *buf, size_t len);
 

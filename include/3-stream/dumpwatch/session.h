@@ -23,6 +23,7 @@
 struct session_subscription {
 	unsigned needs;               /* NEED_* of catalog.h */
 	uint32_t counter_interval_ms; /* EventCounterIntervalSec in ms; 0: 1000 */
+	uint32_t runtime_interval_ms; /* System.Runtime's, when shorter (0: the same) */
 	int all_events;               /* no filter by event id: every event of the keywords and level */
 	size_t n_counter_providers;
 	char counter_providers[SESSION_MAX_COUNTER_PROVIDERS][CATALOG_NAME_MAX];
@@ -34,6 +35,10 @@ struct session_subscription {
 	 * .NET 9, where rules match instruments in any case: then each meter
 	 * is subscribed whole (session_subscription_set_runtime). */
 	int whole_meters;
+	/* The allocation ticks alone (needs is NEED_ALLOC_TICKS, nothing else):
+	 * the session that brings them beside another while a rule is near
+	 * its threshold (target.h). */
+	int ticks_only;
 };
 
 /* Tells sub which runtime it is for ("8.0.31"; "" unknown, taken as
@@ -94,6 +99,12 @@ typedef void (*session_event_fn)(void *ctx, struct session *s, const struct ev_r
 struct session *session_new(const struct dn_target *target, session_event_fn fn, void *ctx);
 /* Stops tracing if started (bounded wait) and frees. NULL is a no-op. */
 void session_free(struct session *s);
+
+/* s's event times are taken on from's clock (its offset, session.c's clock
+ * note), not on one of its own: a second session of the same process whose
+ * times must compare with from's even where the runtime's clock is not ours.
+ * from must outlive s. */
+void session_share_clock(struct session *s, const struct session *from);
 
 /* Asks the runtime for its process info and starts tracing. Returns 0, or
  * -errno with a sentence in err. */

@@ -45,6 +45,11 @@
 #define TARGET_EXIT_GRACE_NS 1000000000LL
 /* Re-evaluation without events (rates decay when allocation stops). */
 #define TARGET_TICK_NS 250000000LL
+/* While allocation ticks come only near a threshold (target_ticks_gate),
+ * System.Runtime's counters come this often (when --counter-interval is
+ * longer): they bound the sizes and rates from above, and a spike of a few
+ * hundred milliseconds must meet a sample. */
+#define TARGET_BOUND_INTERVAL_MS 100
 /* Attach again after a failure (when target_config.retry), backing off. */
 #define TARGET_RETRY_MIN_NS 2000000000LL
 #define TARGET_RETRY_MAX_NS 300000000000LL
@@ -61,6 +66,7 @@ struct target_options {
 	const char *createdump;    /* --createdump: what the exec path runs; NULL: the host runtime's */
 	uint32_t counter_interval_ms;
 	int all_events;           /* --all-events: every event of the keywords, not only the decoded ones */
+	int ticks_always;         /* --alloc-ticks always: never only near a threshold (target_ticks_gate) */
 	int verbose;              /* print events and metrics on stdout */
 	int64_t history_ns;       /* metric history kept for dump contexts; 0: DW_DEFAULT_HISTORY_NS */
 	int64_t proc_interval_ns; /* polls of /proc for rss, private-memory, ...; 0: DW_DEFAULT_PROC_INTERVAL_NS */
@@ -189,7 +195,8 @@ int target_retrying(const struct target *t, int64_t *ret_at);
  * /proc files its rules poll, opened when the stream starts), so that several
  * attachments allowed at once do not together take more than was allowed.
  * target_fds_to_attach: what an attachment holds (the event stream, the
- * pidfd, the /proc files), to ask for before attaching. */
+ * pidfd, the /proc files, and the request and stream of the session that
+ * brings allocation ticks near a threshold), to ask for before attaching. */
 int target_fds(const struct target *t);
 int target_fds_pending(const struct target *t);
 int target_fds_to_attach(const struct target *t);
@@ -205,6 +212,15 @@ const struct cgroup_ident *target_ident(const struct target *t);
 const struct ipc_process_info *target_info(const struct target *t);
 /* The current session (metrics, bytes), NULL when never attached. */
 struct session *target_session(const struct target *t);
+/* Whether the rules' allocation ticks can come and go with a second session
+ * that runs only while a rule is near its threshold: every condition that
+ * needs them is an "above" one (> or >=, threshold over 0) on loh-size,
+ * poh-size, heap-size or an allocation rate, and one at least needs them. */
+int target_ticks_gate(const struct target_rule *rules, size_t n);
+
+/* The bytes and events t's process streamed to us in its current session,
+ * with those of the second sessions that brought allocation ticks beside it. */
+void target_stream_totals(const struct target *t, uint64_t *bytes, uint64_t *events);
 uint32_t target_dumps(const struct target *t);
 /* When the current attachment began (CLOCK_MONOTONIC), 0 when none. */
 int64_t target_attached_ns(const struct target *t);
