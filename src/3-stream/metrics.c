@@ -190,6 +190,7 @@ struct metrics {
 	int have_counter_alloc;
 	int64_t counter_alloc_ns;
 	double counter_alloc_rate; /* bytes a second over its last interval */
+	uint32_t counter_alloc_samples; /* of this session: the first one's increment is not of one interval */
 	/* Allocation ticks that come and go (metrics_ticks_gated): when the
 	 * current span of them began, 0 while they do not come. */
 	int ticks_gated;
@@ -482,6 +483,7 @@ static void on_counter(struct metrics *m, const struct ev_counter *c, int64_t t_
 		m->have_counter_alloc = 1;
 		m->counter_alloc_ns = t_ns;
 		m->counter_alloc_rate = c->interval_sec > 0 ? c->value / c->interval_sec : c->value;
+		m->counter_alloc_samples++;
 	}
 
 	for (size_t i = 0; i < m->n_counters; i++)
@@ -836,7 +838,10 @@ int metrics_bound(const struct metrics *m, const struct metric_ref *ref, int64_t
 	case M_SOH_ALLOC_RATE:
 	case M_LOH_ALLOC_RATE:
 	case M_POH_ALLOC_RATE:
-		if (!m->have_counter_alloc || now_ns - m->counter_alloc_ns > max_age_ns)
+		/* The first sample's increment runs from the counter's last poll,
+		 * for an earlier session perhaps, not over one interval: on
+		 * ShopApi it read as several GB a second. From the second on. */
+		if (m->counter_alloc_samples < 2 || now_ns - m->counter_alloc_ns > max_age_ns)
 			return 0;
 		*value = m->counter_alloc_rate > 0 ? m->counter_alloc_rate : 0;
 		return 1;

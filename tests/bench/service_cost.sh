@@ -23,7 +23,7 @@
 #             is tens of MB: allocation ticks only near the threshold,
 #             --alloc-ticks near, the default, so none here)
 #   all       dumpwatch, a rule of every kind at once: loh-size,
-#             loh-alloc-rate > 8GB/s (ShopApi allocates ~1 GB/s of every
+#             loh-alloc-rate > 4GB/s (ShopApi allocates under 1 GB/s of every
 #             kind), an exception rule, the p99 of ASP.NET Core's request
 #             duration
 #   armed     the loh rule with --alloc-ticks always: the cost while a rule
@@ -60,7 +60,7 @@ hz=$(getconf CLK_TCK)
 declare -A rules=(
 	[loh]='loh-size > 1GB for 5s'
 	[gc]='gc-pause > 100s'
-	[ticks]='loh-alloc-rate > 8GB/s for 5s'
+	[ticks]='loh-alloc-rate > 4GB/s for 5s'
 	[exceptions]='exception NoSuchException >= 1000 in 1m'
 	[meters]='meter Microsoft.AspNetCore.Hosting/http.server.request.duration p99 > 100s for 30s'
 	[runtime-counters]='System.Runtime/cpu-usage > 1000 for 30s'

@@ -452,6 +452,10 @@ static void test_gated_ticks(void)
 	CHECK(val(m, M_LOH_SIZE, 11 * SEC, NULL) == 100e6);
 	/* 111 MB at the last GC, 311 MB in use now: 200 MB since, of any kind. */
 	sample(m, 12 * SEC, 311.0, 0, gens);
+	/* The allocation counter's first sample bounds nothing: its increment
+	 * runs from an earlier poll. */
+	alloc_counter(m, 11 * SEC, 9e9);
+	CHECK(metrics_bound(m, &rate, 11 * SEC + 10 * MS, 5 * SEC, &b) == 0);
 	alloc_counter(m, 12 * SEC + 3 * MS, 200e6);
 	CHECK(metrics_bound(m, &loh, 12 * SEC + 10 * MS, 5 * SEC, &b) == 1 && fabs(b - 300e6) < 1);
 	CHECK(metrics_bound(m, &g0, 12 * SEC + 10 * MS, 5 * SEC, &b) == 0);

@@ -123,8 +123,9 @@ void metrics_ticks_on(struct metrics *m, int on, int64_t t_ns);
  * when it is no older than max_age_ns: loh-size, poh-size and heap-size as
  * the last GC's size plus everything allocated since, of every kind; the
  * allocation rates (alloc-rate, soh-, loh-, poh-alloc-rate) as the
- * allocation counter's rate, of every kind. 1 with the bound, 0 when there is
- * none (another metric, or no fresh sample). */
+ * allocation counter's rate, of every kind, from its second sample on (the
+ * first one's increment does not cover one interval). 1 with the bound, 0
+ * when there is none (another metric, or no fresh sample). */
 int metrics_bound(const struct metrics *m, const struct metric_ref *ref, int64_t now_ns, int64_t max_age_ns,
                   double *value);
 
