@@ -1091,7 +1091,8 @@ int target_fds_pending(const struct target *t)
 {
 	if (t->state != TARGET_ATTACHING)
 		return 0;
-	return (t->pidfd < 0) + (t->ps ? 0 : target_proc_files(t));
+	int ticks = !t->cfg->opt->ticks_always && target_ticks_gate(t->rules, t->n_rules) ? 2 : 0;
+	return (t->pidfd < 0) + (t->ps ? 0 : target_proc_files(t)) + ticks;
 }
 
 enum target_state target_state(const struct target *t)

@@ -114,7 +114,9 @@ int target_ticks_near(const struct target *t, int64_t now, char *why, size_t why
 					         units_format(b, rc->metric.unit, vb, sizeof(vb)));
 					return 1;
 				}
-			} else if (now - t->attached_ns >= fresh) {
+			} else if (now - t->attached_ns >= fresh && session_events(t->session) > 0) {
+				/* A runtime that sends nothing at all would send no
+				 * ticks either. */
 				snprintf(why, whylen, "%s: no System.Runtime sample bounds it", rc->text);
 				return 1;
 			}

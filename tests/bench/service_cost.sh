@@ -30,6 +30,8 @@
 #             is near its threshold (the ticks on all the time)
 #   counters  dotnet-counters collect (the NuGet tool), its default
 #             counters every second
+#   counters-meter  dotnet-counters collect of the instrument the meters
+#             rule reads (http.server.request.duration), every second
 #   gc, ticks, exceptions, meters, runtime-counters
 #             dumpwatch with one rule that needs that subscription alone
 # Each dumpwatch mode also reports the events and bytes a second its stream
@@ -53,7 +55,8 @@ command -v wrk >/dev/null || { echo "service_cost: needs wrk (scripts/setup.sh i
 command -v curl >/dev/null && command -v jq >/dev/null || { echo "service_cost: needs curl and jq" >&2; exit 1; }
 [ "$(nproc)" -ge 2 ] || { echo "service_cost: needs 2 CPUs (the service on one, the load on the other)" >&2; exit 1; }
 counters_tool=
-[[ " ${modes[*]} " != *" counters "* ]] || counters_tool=$(bench_dotnet_tool dotnet-counters)
+[[ " ${modes[*]} " != *" counters "* && " ${modes[*]} " != *" counters-meter "* ]] ||
+	counters_tool=$(bench_dotnet_tool dotnet-counters)
 bench_init dw-service-cost
 hz=$(getconf CLK_TCK)
 
@@ -103,8 +106,11 @@ watcher_on() {
 	local mode=$1 a
 	rm -f "$t/w.out" "$t/journal"
 	w_launch=$(date +%s.%N)
-	if [ "$mode" = counters ]; then
-		taskset -c 1 "$counters_tool" collect -p "$sp" --refresh-interval 1 --format json -o "$t/counters.json" \
+	if [ "$mode" = counters ] || [ "$mode" = counters-meter ]; then
+		a=()
+		[ "$mode" = counters ] || a=(--counters 'Microsoft.AspNetCore.Hosting[http.server.request.duration]')
+		rm -f "$t/counters.json"
+		taskset -c 1 "$counters_tool" collect -p "$sp" "${a[@]}" --refresh-interval 1 --format json -o "$t/counters.json" \
 			>"$t/w.out" 2>&1 &
 		wp_on=$!
 		pids+=("$wp_on")
@@ -133,7 +139,7 @@ watcher_off() {
 	for _ in $(seq 100); do kill -0 "$wp_on" 2>/dev/null || break; sleep 0.1; done
 	kill -KILL "$wp_on" 2>/dev/null || true
 	wait "$wp_on" 2>/dev/null || true
-	if [ "$mode" != counters ] && [ -f "$t/journal" ]; then
+	if [[ $mode != counters* ]] && [ -f "$t/journal" ]; then
 		local secs
 		secs=$(awk -v a="$w_launch" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
 		grep '"event":"stop"' "$t/journal" | tail -1 | jq -r --arg m "$mode" --arg s "$secs" \
