@@ -159,6 +159,10 @@ static int run(int argc, char **argv)
 	if (argc - optind == 2 && !c.pid && c.rule.n_conds == 0) {
 		if (rule_from_pid_mb(argv[optind], argv[optind + 1], &c.pid, &c.rule) < 0)
 			return DW_EXIT_USAGE;
+		/* An incident watch: what filled the heap matters more than
+		 * the ticks' cost, so its allocation by type covers all of it. */
+		if (!c.t.ticks_set)
+			c.t.ticks_always = 1;
 	} else if (optind < argc) {
 		log_error("unexpected argument \"%s\"", argv[optind]);
 		cli_help_usage(stderr, cmd_watch.synopsis);

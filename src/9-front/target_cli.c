@@ -226,6 +226,7 @@ int target_cli_option(struct target_cli *c, int opt, const char *arg)
 			return -EINVAL;
 		}
 		c->ticks_always = strcmp(arg, "always") == 0;
+		c->ticks_set = 1;
 		return 0;
 	case OPT_ON_FIRE:
 		return hook_option("--on-fire", arg, &c->on_fire);
@@ -346,7 +347,7 @@ void target_cli_help(FILE *f)
 	                "when rules on sizes and allocation rates take allocation ticks: only\n"
 	                "while one is near its threshold (default near; far from it the\n"
 	                "counters bound them), or always (allocation by type covers all the\n"
-	                "history, at a cost)");
+	                "history, at a cost; what the PID MB form takes unless told)");
 	cli_help_option(f, "--on-fire CMD",
 	                "run CMD when a rule fires: a program (absolute path, root's) and its\n"
 	                "arguments, no shell; DUMPWATCH_* variables say what happened");

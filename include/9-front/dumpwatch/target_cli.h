@@ -19,7 +19,7 @@ struct target_cli {
 	const char *journal;  /* NULL: none */
 	const char *createdump;
 	enum dump_via via;
-	int verbose, all_events, ticks_always;
+	int verbose, all_events, ticks_always, ticks_set; /* ticks_set: --alloc-ticks given */
 	int64_t counter_interval_ns, dump_timeout_ns, history_ns, proc_interval_ns, hook_timeout_ns;
 	struct store_limits store;
 	struct hook_cmd on_fire, on_dump; /* argc 0: not given */
