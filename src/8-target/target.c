@@ -291,6 +291,12 @@ static void refresh_socket(struct target *t)
 	t->dt.sock = found.sock;
 }
 
+/* Whether t's rules take allocation ticks only near a threshold (ticks.c). */
+static int gates_ticks(const struct target *t)
+{
+	return !t->cfg->opt->ticks_always && target_ticks_gate(t->rules, t->n_rules);
+}
+
 static void build_subscription(const struct target *t, struct session_subscription *sub, int *ticks_gated)
 {
 	memset(sub, 0, sizeof(*sub));
@@ -305,7 +311,7 @@ static void build_subscription(const struct target *t, struct session_subscripti
 		session_subscription_add_runtime_counters(sub);
 	/* The ticks come and go with a second session (ticks.c); the counters
 	 * bound the values meanwhile. */
-	*ticks_gated = !t->cfg->opt->ticks_always && target_ticks_gate(t->rules, t->n_rules);
+	*ticks_gated = gates_ticks(t);
 	if (*ticks_gated) {
 		/* The GC events stay: the runtime raises the ticks of the
 		 * second session only beside them (seen on .NET 10: a rate
@@ -1083,7 +1089,7 @@ int target_fds(const struct target *t)
 int target_fds_to_attach(const struct target *t)
 {
 	/* With the second session near a threshold: its request and stream. */
-	int ticks = !t->cfg->opt->ticks_always && target_ticks_gate(t->rules, t->n_rules) ? 2 : 0;
+	int ticks = gates_ticks(t) ? 2 : 0;
 	return 2 + ticks + target_proc_files(t);
 }
 
@@ -1091,7 +1097,7 @@ int target_fds_pending(const struct target *t)
 {
 	if (t->state != TARGET_ATTACHING)
 		return 0;
-	int ticks = !t->cfg->opt->ticks_always && target_ticks_gate(t->rules, t->n_rules) ? 2 : 0;
+	int ticks = gates_ticks(t) ? 2 : 0;
 	return (t->pidfd < 0) + (t->ps ? 0 : target_proc_files(t)) + ticks;
 }
 
