@@ -30,7 +30,8 @@ struct alloctypes {
 	size_t max, n, cap;
 	int have;
 	int64_t newest_g, newest_t;
-	size_t hint; /* the entry charged last: ticks of one type come in runs */
+	int64_t first_t; /* the oldest tick taken: the ticks may have started inside the window */
+	size_t hint;     /* the entry charged last: ticks of one type come in runs */
 	struct aentry other;
 	struct aentry *e;
 };
@@ -174,6 +175,7 @@ int alloctypes_add(struct alloctypes *a, int64_t t_ns, const char *type, uint32_
 		a->have = 1;
 		a->newest_g = g;
 		a->newest_t = t_ns;
+		a->first_t = t_ns;
 	}
 	if (g > a->newest_g)
 		a->newest_g = g;
@@ -181,6 +183,8 @@ int alloctypes_add(struct alloctypes *a, int64_t t_ns, const char *type, uint32_
 		return -1;
 	if (t_ns > a->newest_t)
 		a->newest_t = t_ns;
+	if (t_ns < a->first_t)
+		a->first_t = t_ns;
 	if (kind > EV_ALLOC_PINNED) {
 		charge(&a->other, g, bytes);
 		return 0;
@@ -232,6 +236,8 @@ size_t alloctypes_top(const struct alloctypes *a, int64_t now_ns, struct allocty
 	if (a->have) {
 		int64_t now_g = now_ns ? bucket_of(a, now_ns) : a->newest_g;
 		s.since_ns = (now_g - B + 1) * a->bucket_ns;
+		if (a->first_t > s.since_ns)
+			s.since_ns = a->first_t;
 		s.until_ns = now_ns && now_ns < a->newest_t ? now_ns : a->newest_t;
 		sum_of(&a->other, now_g, &s.other_bytes, &s.other_ticks);
 		s.bytes = s.other_bytes;

@@ -317,37 +317,24 @@ static void rebase_ticks(struct metrics *m, int drop)
 	m->ticks.n = kept;
 }
 
+static int sample_heap(const struct metrics *m, int64_t *at, double *gross, double *since);
+
 /* Takes the sizes from the latest System.Runtime sample when it is complete
  * (see the design note) and no GC has been seen. */
 static void try_seed(struct metrics *m)
 {
-	int64_t newest = 0;
-	double gross = 0, frag_pct = 0, heap_now;
+	int64_t at;
+	double gross, since;
 
-	if (m->have_heap)
+	if (m->have_heap || !sample_heap(m, &at, &gross, &since))
 		return;
-	for (int i = RC_HEAP; i <= RC_POH; i++) {
-		if (!m->rc[i].have)
-			return;
-		if (m->rc[i].t_ns > newest)
-			newest = m->rc[i].t_ns;
-	}
-	for (int i = RC_HEAP; i <= RC_POH; i++)
-		if (newest - m->rc[i].t_ns > SAMPLE_SKEW_NS)
-			return; /* not one sample yet */
 	for (int i = 0; i < 5; i++) {
 		double v = m->rc[RC_GEN0 + i].value;
 		m->size[i] = v > 0 && v < 1e19 ? (uint64_t)v : 0;
-		gross += (double)m->size[i];
 	}
-	if (m->rc[RC_FRAG].have && newest - m->rc[RC_FRAG].t_ns <= SAMPLE_SKEW_NS && m->rc[RC_FRAG].value > 0 &&
-	    m->rc[RC_FRAG].value < 100)
-		frag_pct = m->rc[RC_FRAG].value;
-	heap_now = m->rc[RC_HEAP].value * 1e6; /* reported in MB */
-	double since = heap_now - gross * (1.0 - frag_pct / 100.0);
-	m->seed_since = since > 0 && since < 1e19 ? (uint64_t)since : 0;
+	m->seed_since = since < 1e19 ? (uint64_t)since : 0;
 	memset(m->promoted, 0, sizeof(m->promoted));
-	m->heap_ns = newest;
+	m->heap_ns = at;
 	m->have_seed = 1;
 	rebase_ticks(m, 0);
 }
@@ -418,10 +405,12 @@ static double time_in_gc(const struct metrics *m, int64_t now_ns)
 
 static int64_t later(int64_t a, int64_t b);
 
-/* From the latest complete System.Runtime sample, as a seed is made of
- * (try_seed): the last GC's LOH, POH and whole heap, each plus everything
- * allocated since, of every kind; *at when it was taken. 1, or 0 without one. */
-static int sample_sizes(const struct metrics *m, double sizes[3], int64_t *at)
+/* The latest System.Runtime sample when it is complete (its heap and
+ * generation sizes within SAMPLE_SKEW_NS of each other): *at when it was
+ * taken, *gross the generations' sizes at the last GC, *since what was
+ * allocated after it (the heap's size now less the part of those sizes not
+ * fragmented; 0 when less). 1, or 0 without one. */
+static int sample_heap(const struct metrics *m, int64_t *at, double *gross, double *since)
 {
 	int64_t newest = 0, oldest = INT64_MAX;
 	for (int i = RC_HEAP; i <= RC_POH; i++) {
@@ -433,19 +422,31 @@ static int sample_sizes(const struct metrics *m, double sizes[3], int64_t *at)
 	}
 	if (newest - oldest > SAMPLE_SKEW_NS)
 		return 0;
-	double gross = 0, frag_pct = 0;
+	double frag_pct = 0;
+	*gross = 0;
 	for (int i = RC_GEN0; i <= RC_POH; i++)
-		gross += m->rc[i].value > 0 ? m->rc[i].value : 0;
+		*gross += m->rc[i].value > 0 ? m->rc[i].value : 0;
 	if (m->rc[RC_FRAG].have && newest - m->rc[RC_FRAG].t_ns <= SAMPLE_SKEW_NS && m->rc[RC_FRAG].value > 0 &&
 	    m->rc[RC_FRAG].value < 100)
 		frag_pct = m->rc[RC_FRAG].value;
-	double since = m->rc[RC_HEAP].value * 1e6 - gross * (1.0 - frag_pct / 100.0);
-	if (!(since > 0))
-		since = 0;
+	*since = m->rc[RC_HEAP].value * 1e6 - *gross * (1.0 - frag_pct / 100.0); /* reported in MB */
+	if (!(*since > 0))
+		*since = 0;
+	*at = newest;
+	return 1;
+}
+
+/* From the latest complete System.Runtime sample (sample_heap): the last
+ * GC's LOH, POH and whole heap, each plus everything allocated since, of
+ * every kind; *at when it was taken. 1, or 0 without one. */
+static int sample_sizes(const struct metrics *m, double sizes[3], int64_t *at)
+{
+	double gross, since;
+	if (!sample_heap(m, at, &gross, &since))
+		return 0;
 	sizes[0] = (m->rc[RC_LOH].value > 0 ? m->rc[RC_LOH].value : 0) + since;
 	sizes[1] = (m->rc[RC_POH].value > 0 ? m->rc[RC_POH].value : 0) + since;
 	sizes[2] = gross + since;
-	*at = newest;
 	return 1;
 }
 

@@ -379,3 +379,18 @@ void target_stream_totals(const struct target *t, uint64_t *bytes, uint64_t *eve
 	*events = t->ticks.events + (t->ticks.s ? session_events(t->ticks.s) : 0) +
 	          (t->session ? session_events(t->session) : 0);
 }
+
+enum target_alloc_ticks target_alloc_ticks(const struct target *t)
+{
+	if (!t->session || t->state != TARGET_ATTACHED)
+		return TARGET_TICKS_NONE;
+	if (t->ticks.gated)
+		return t->ticks.on_ns ? TARGET_TICKS_ON : TARGET_TICKS_OFF;
+	return (t->sub.needs & NEED_ALLOC_TICKS) ? TARGET_TICKS_ALWAYS : TARGET_TICKS_NONE;
+}
+
+const char *target_alloc_ticks_name(enum target_alloc_ticks k)
+{
+	static const char *const names[] = {NULL, "always", "off", "on"};
+	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : NULL;
+}

@@ -109,6 +109,22 @@ char *guard_metrics_text(void *ctx)
 			expo_sample(&b, "dumpwatch_process_dumps_total", l, EXPO_PROCESS_LABELS,
 			            (double)target_dumps(g->procs[i]->tg));
 		}
+		/* Whether the allocation ticks come now (only near a
+		 * threshold by default): of the processes whose rules read them. */
+		int family = 0;
+		for (size_t i = 0; i < g->n_procs; i++) {
+			enum target_alloc_ticks k = target_alloc_ticks(g->procs[i]->tg);
+			if (k == TARGET_TICKS_NONE)
+				continue;
+			if (!family++)
+				expo_family(
+				    &b, "dumpwatch_process_alloc_ticks", "gauge",
+				    "1 while the runtime sends the allocation ticks the process's rules read, 0 while "
+				    "no rule is near its threshold (--alloc-ticks near).");
+			expo_process_labels(&ps[i], pid, sizeof(pid), l);
+			expo_sample(&b, "dumpwatch_process_alloc_ticks", l, EXPO_PROCESS_LABELS,
+			            k == TARGET_TICKS_OFF ? 0 : 1);
+		}
 	}
 	expo_processes(&b, ps, g->n_procs, loop_now());
 	free(ps);

@@ -118,6 +118,9 @@ static struct json_object *proc_json(const struct proc *p, int64_t now)
 		json_object_object_add(o, "error", json_object_new_string(target_error(t)));
 	if (target_retrying(t, &at))
 		json_object_object_add(o, "retry_in_s", secs(at > now ? at - now : 0));
+	const char *ticks = target_alloc_ticks_name(target_alloc_ticks(t));
+	if (ticks)
+		json_object_object_add(o, "alloc_ticks", json_object_new_string(ticks));
 	json_object_object_add(o, "dumps", json_object_new_int64(target_dumps(t)));
 	json_object_object_add(o, "history_bytes", json_object_new_int64((int64_t)target_history_bytes(t)));
 	for (size_t i = 0; i < n; i++)

@@ -255,7 +255,10 @@ static void html_allocs(FILE *out, struct json_object *ctx)
 		fputs("</li>", out);
 	}
 	fputs("</ul>", out);
-	if (jv_num(al, DUMPCTX_KEY_ALLOCS_WINDOW_MS, &d))
+	if (jv_num(al, DUMPCTX_KEY_ALLOCS_SINCE_MS, &d))
+		fprintf(out, "<span class=\"src\">allocation ticks from %s %s the fire</span>",
+		        units_format(d < 0 ? -d : d, UNIT_MS, b, sizeof(b)), d < 0 ? "before" : "after");
+	else if (jv_num(al, DUMPCTX_KEY_ALLOCS_WINDOW_MS, &d))
 		fprintf(out, "<span class=\"src\">allocation ticks, the last %s</span>",
 		        units_format(d, UNIT_MS, b, sizeof(b)));
 	fputs("</td></tr>\n", out);

@@ -447,7 +447,7 @@ static void show_allocs(FILE *out, struct json_object *ctx)
 {
 	struct json_object *al, *types;
 	char b1[48], b2[48], b3[48];
-	double window, bytes, ticks, until, other;
+	double window, since, bytes, ticks, until, other;
 
 	if (!json_object_object_get_ex(ctx, DUMPCTX_KEY_ALLOCS, &al))
 		return;
@@ -461,7 +461,11 @@ static void show_allocs(FILE *out, struct json_object *ctx)
 	if (n > CONTEXT_SHOW_ALLOC_TYPES)
 		n = CONTEXT_SHOW_ALLOC_TYPES;
 	fputs("\nallocation by type (allocation ticks", out);
-	if (jv_num(al, DUMPCTX_KEY_ALLOCS_WINDOW_MS, &window))
+	/* From the window's start, or from the first tick when the ticks
+	 * started later (near a threshold only, --alloc-ticks near). */
+	if (jv_num(al, DUMPCTX_KEY_ALLOCS_SINCE_MS, &since))
+		fprintf(out, " from %s", fmt_rel(since, b1, sizeof(b1)));
+	else if (jv_num(al, DUMPCTX_KEY_ALLOCS_WINDOW_MS, &window))
 		fprintf(out, ", the last %s", units_format(window, UNIT_MS, b1, sizeof(b1)));
 	if (jv_num(al, DUMPCTX_KEY_ALLOCS_UNTIL_MS, &until))
 		fprintf(out, " up to %s", fmt_rel(until, b1, sizeof(b1)));

@@ -431,6 +431,11 @@ static void put_process(FILE *out, struct json_object *p)
 	}
 	if (get_int(p, "dumps", &n))
 		fprintf(out, "  dumps %lld", n);
+	/* Where its rules' allocation ticks come from (--alloc-ticks). */
+	if (str_is(p, "alloc_ticks", "on"))
+		fputs("  allocation ticks on (a rule is near)", out);
+	else if (str_is(p, "alloc_ticks", "off"))
+		fputs("  allocation ticks off (no rule near)", out);
 	fputc('\n', out);
 	if (jv_member(p, "error") && json_object_is_type(jv_member(p, "error"), json_type_string)) {
 		fputs("  error: ", out);

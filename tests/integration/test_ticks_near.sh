@@ -7,7 +7,7 @@
 #   - released (a full GC frees it all): they stop;
 #   - 300 MB is near again: they start again; 200 MB more fires the rule,
 #     and the dump's allocation by type holds those 200 MB of byte[] in the
-#     LOH, which only the ticks saw.
+#     LOH, which only the ticks saw, from the first tick on.
 # On .NET 8 and 9 the runtime cannot filter by event id, so the ticks'
 # session gets every GC event of level 5 too (only its ticks are taken).
 source "$(dirname "$0")/lib.sh"
@@ -50,4 +50,15 @@ ctx="${core%.core}.json"
 loh=$(jq '[.allocations.types[] | select(.type == "System.Byte[]" and .kind == "loh") | .bytes] | add // 0' "$ctx")
 awk -v v="$loh" 'BEGIN { exit !(v >= 0.99 * 200 * 1000024) }' ||
 	fail "the context's allocation by type has $loh bytes of LOH byte[]: $(jq -c .allocations "$ctx")"
+# The allocation by type runs from the first tick, not from the start of the
+# window (300 s, longer than this test): nothing was seen before the ticks
+# first started (the journal's time is to the second; 2 s of slack).
+on_s=$(echo "$on" | jq '.time | sub("\\.[0-9]+Z$"; "Z") | fromdate')
+fired_ms=$(jq .fired_unix_ms "$ctx")
+since=$(jq .allocations.since_ms "$ctx")
+awk -v s="$since" -v f="$fired_ms" -v o="$on_s" 'BEGIN { exit !(s >= -(f - o * 1000 + 2000) && s < 0) }' ||
+	fail "the allocation by type runs from $since ms, the ticks started $(((fired_ms - on_s * 1000) / 1000)) s before the fire"
+"$DUMPWATCH" show "$ctx" >"$T/show.txt" || fail "show failed"
+grep -qE '^allocation by type \(allocation ticks from -[0-9.]+s up to ' "$T/show.txt" ||
+	fail "show does not say from when: $(grep '^allocation by type' "$T/show.txt")"
 echo "PASS: ticks off while far, on near ($(echo "$on" | jq -r .reason)), off again once released, on again; fired at loh-size $fired; the context holds $loh bytes of LOH byte[]"

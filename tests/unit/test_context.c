@@ -435,9 +435,8 @@ static void test_show(void)
 	CHECK(strstr(out, "last GCs (10 of 14, oldest first):\n") != NULL);
 	CHECK(count(out, "AllocLarge / Background") == 4); /* GCs 104, 107, 110, 113 */
 	CHECK(strstr(out, "      103 ") == NULL && strstr(out, "      104 ") != NULL);
-	CHECK(
-	    strstr(out, "allocation by type (allocation ticks, the last 300s up to +40ms: 392.0MB in 3700 ticks):\n") !=
-	    NULL);
+	CHECK(strstr(out, "allocation by type (allocation ticks from -285s up to +40ms: 392.0MB in 3700 ticks):\n") !=
+	      NULL);
 	CHECK(strstr(out, "    367.0MB  93.6%  loh  System.Byte[]\n") != NULL);
 	CHECK(strstr(out, "      6.0MB   1.5%  soh  GcLab.Node\n") != NULL);
 	CHECK(strstr(out, "      4.0MB              the other types\n") != NULL);

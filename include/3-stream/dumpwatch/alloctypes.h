@@ -59,7 +59,7 @@ struct alloctypes_summary {
 	uint64_t bytes, ticks;             /* all the ticks in the window */
 	uint64_t other_bytes, other_ticks; /* of which counted as other */
 	size_t types;                      /* entries with bytes in the window */
-	int64_t since_ns;                  /* the start of the window's oldest bucket */
+	int64_t since_ns;                  /* the window's oldest bucket's start, or the oldest tick's time if later */
 	int64_t until_ns;                  /* the newest tick's time (0: none yet) */
 };
 

@@ -218,6 +218,17 @@ struct session *target_session(const struct target *t);
  * poh-size, heap-size or an allocation rate, and one at least needs them. */
 int target_ticks_gate(const struct target_rule *rules, size_t n);
 
+/* Where the allocation ticks of t's rules come from now. */
+enum target_alloc_ticks {
+	TARGET_TICKS_NONE,   /* no rule reads them (or not attached) */
+	TARGET_TICKS_ALWAYS, /* the main session, from the attach on */
+	TARGET_TICKS_OFF,    /* only near a threshold, and no rule is near */
+	TARGET_TICKS_ON,     /* only near a threshold, and they come now */
+};
+enum target_alloc_ticks target_alloc_ticks(const struct target *t);
+/* "always", "off", "on"; NULL for TARGET_TICKS_NONE. */
+const char *target_alloc_ticks_name(enum target_alloc_ticks k);
+
 /* The bytes and events t's process streamed to us in its current session,
  * with those of the second sessions that brought allocation ticks beside it. */
 void target_stream_totals(const struct target *t, uint64_t *bytes, uint64_t *events);
