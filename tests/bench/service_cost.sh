@@ -32,10 +32,18 @@
 #             counters every second
 #   counters-meter  dotnet-counters collect of the instrument the meters
 #             rule reads (http.server.request.duration), every second
+#   meter-floor  no watcher: a listener inside ShopApi enables the
+#             instrument the meters rule reads and does nothing with a
+#             measurement (POST /bench/null-listener): what ASP.NET Core's
+#             recording of a request costs once anything listens, the floor
+#             under any watcher of that instrument
 #   gc, ticks, exceptions, meters, runtime-counters
 #             dumpwatch with one rule that needs that subscription alone
 # Each dumpwatch mode also reports the events and bytes a second its stream
-# carried (the journal's stop record over the session's length).
+# carried (the journal's stop record over the session's length), and the
+# overhead those events explain, derived from the runtime's cost of an event
+# (DW_EVENT_COST_US, 0.91 µs from tests/bench/overhead.sh) rather than
+# measured: a figure the host's noise does not move, beside the measured one.
 #   usage: tests/bench/service_cost.sh [BUILD_DIR] [PAIRS] [WINDOW_S] [MODES...]
 #          (20 pairs of 5 s windows, modes loh all counters)
 # Figures only, never pass/fail.
@@ -59,6 +67,10 @@ counters_tool=
 	counters_tool=$(bench_dotnet_tool dotnet-counters)
 bench_init dw-service-cost
 hz=$(getconf CLK_TCK)
+# The runtime's cost of one event in the watched process: the allocation
+# ticks' microbenchmark (tests/bench/overhead.sh; docs/benchmarks.md, "With
+# the event filter of .NET 10": +211 ms for 230,882 events).
+event_us=${DW_EVENT_COST_US:-0.91}
 
 declare -A rules=(
 	[loh]='loh-size > 1GB for 5s'
@@ -101,12 +113,22 @@ window() {
 	echo "$((c1 - c0)) $((r1 - r0))"
 }
 
-wp_on= # the watcher's pid
+null_listener() { # on: true|false; the measurements it counted so far into $t/floor
+	local r
+	r=$(curl -sf --max-time 5 -X POST "http://127.0.0.1:$port/bench/null-listener?on=$1") &&
+		echo "$r" | jq -e ".on == $1" >/dev/null ||
+		{ echo "service_cost: ShopApi's null listener did not turn $1: $r" >&2; exit 1; }
+	echo "$r" | jq -r '"\(.measurements) \(.tags)"' >"$t/floor"
+}
+wp_on= # the watcher's pid (none for meter-floor)
 watcher_on() {
 	local mode=$1 a
 	rm -f "$t/w.out" "$t/journal"
 	w_launch=$(date +%s.%N)
-	if [ "$mode" = counters ] || [ "$mode" = counters-meter ]; then
+	if [ "$mode" = meter-floor ]; then
+		null_listener true
+		wp_on=
+	elif [ "$mode" = counters ] || [ "$mode" = counters-meter ]; then
 		a=()
 		[ "$mode" = counters ] || a=(--counters 'Microsoft.AspNetCore.Hosting[http.server.request.duration]')
 		rm -f "$t/counters.json"
@@ -125,10 +147,16 @@ watcher_on() {
 	fi
 	sleep 2 # the first counter and meter intervals, the GC state
 	w_t0=$(date +%s.%N)
-	w_c0=$(cpu_ticks "$wp_on")
+	w_c0=$([ -z "$wp_on" ] || cpu_ticks "$wp_on")
 }
 watcher_off() {
 	local mode=$1 w_c1 w_t1
+	if [ -z "$wp_on" ]; then
+		null_listener false
+		echo "$mode 0" >>"$t/watcher_cpu"
+		sleep 1
+		return
+	fi
 	w_c1=$(cpu_ticks "$wp_on")
 	w_t1=$(date +%s.%N)
 	echo "$mode $w_c1 $w_c0 $w_t1 $w_t0" | awk -v hz="$hz" '{ printf "%s %.4f\n", $1, ($2 - $3) / hz / ($4 - $5) }' \
@@ -195,9 +223,20 @@ for mode in "${modes[@]}"; do
 	echo "  CPU per request: $cpu    (off: $base)"
 	echo "  throughput:      $thr"
 	echo "  the watcher's own CPU: $(awk -v v="$own" 'BEGIN { printf "%.2f %% of a core (median)", v * 100 }')"
+	if [ "$mode" = meter-floor ] && read -r n tags <"$t/floor"; then
+		echo "  its listener counted $n measurements of the instrument (one a request while on), $tags tags each"
+	fi
 	if [ -s "$t/streams" ] && grep -q "^$mode " "$t/streams"; then
 		awk -v m="$mode" '$1 == m && $4 > 0 { e += $2; b += $3; s += $4 } END {
 			if (s > 0) printf "  its stream: %.0f events/s, %.1f KB/s\n", e / s, b / s / 1000 }' "$t/streams"
+		# The overhead its stream alone explains: the runtime's cost of an
+		# event (from the microbenchmark) times the events a second, over
+		# the CPU the service spends a second unwatched.
+		ev=$(awk -v m="$mode" '$1 == m && $4 > 0 { e += $2; s += $4 } END { if (s > 0) print e / s }' "$t/streams")
+		cps=$(awk -v m="$mode" -v hz="$hz" -v w="$win" '$1 == m { c += $2 + $8; k++ } END { print c / hz / (2 * k * w) }' "$t/pairs")
+		[ -z "$ev" ] || awk -v e="$ev" -v u="$event_us" -v c="$cps" 'BEGIN {
+			printf "  derived from its stream: %+.2f %% (%.0f events/s x %.2f us, over %.0f ms of the service'"'"'s CPU a second)\n",
+				e * u / 1e6 / c * 100, e, u, c * 1000 }'
 		awk -v m="$mode" '$1 == m { n++; if ($2 > 0) on++ } END {
 			printf "  allocation ticks started in %d of its %d attaches\n", on, n }' "$t/ticks"
 	fi

@@ -14,6 +14,15 @@
 //                      counts every request but those to /stats, by a
 //                      middleware, for a benchmark to divide CPU time by;
 //                      "allocatedBytes" is GC.GetTotalAllocatedBytes
+//   POST /bench/null-listener?on=true|false  starts or stops a listener in
+//                      this process that enables ASP.NET Core's
+//                      http.server.request.duration and does nothing with a
+//                      measurement but count it: what recording a request
+//                      costs the service once anything listens, apart from
+//                      what the listener does (tests/bench/service_cost.sh,
+//                      mode meter-floor); answers {"on", "measurements"
+//                      counted so far, "tags" of the last}; not counted in
+//                      "requests"
 // ASP.NET Core's and Kestrel's own meters (Microsoft.AspNetCore.Hosting's
 // http.server.request.duration, ...) stay on, as in any service.
 //
@@ -41,7 +50,7 @@ var ordersPlaced = meter.CreateCounter<long>("orders.placed", "{order}", "Checko
 // Counted before the rest of the pipeline runs: once a client has its
 // answer, its request is in the count.
 app.Use((context, next) => {
-    if (!context.Request.Path.StartsWithSegments("/stats"))
+    if (!context.Request.Path.StartsWithSegments("/stats") && !context.Request.Path.StartsWithSegments("/bench"))
         Interlocked.Increment(ref Stats.Requests);
     return next(context);
 });
@@ -91,6 +100,27 @@ app.MapGet("/stats", () => new StatsView(Interlocked.Read(ref Stats.Requests), I
     Interlocked.Read(ref Stats.Reports), Interlocked.Read(ref Stats.Checkouts), GC.GetTotalAllocatedBytes(false),
     Environment.ProcessId));
 
+app.MapPost("/bench/null-listener", (bool on) => {
+    lock (NullListener.Gate) {
+        NullListener.Current?.Dispose();
+        NullListener.Current = null;
+        if (on) {
+            var l = new MeterListener();
+            l.InstrumentPublished = (instrument, listener) => {
+                if (instrument.Meter.Name == "Microsoft.AspNetCore.Hosting" && instrument.Name == "http.server.request.duration")
+                    listener.EnableMeasurementEvents(instrument);
+            };
+            l.SetMeasurementEventCallback<double>(static (_, _, tags, _) => {
+                Interlocked.Increment(ref NullListener.Measurements);
+                NullListener.Tags = tags.Length;
+            });
+            l.Start();
+            NullListener.Current = l;
+        }
+    }
+    return Results.Ok(new { on, measurements = Interlocked.Read(ref NullListener.Measurements), tags = NullListener.Tags });
+});
+
 app.Lifetime.ApplicationStarted.Register(() => {
     var addresses = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()?.Addresses;
     var port = addresses is { Count: > 0 } ? new Uri(addresses.First()).Port : 0;
@@ -100,6 +130,13 @@ app.Run();
 
 static class Stats {
     public static long Requests, Items, Reports, Checkouts;
+}
+
+static class NullListener {
+    public static readonly object Gate = new();
+    public static MeterListener? Current;
+    public static long Measurements;
+    public static int Tags; // of the last measurement
 }
 
 static class Catalog {
