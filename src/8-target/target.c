@@ -128,14 +128,14 @@ void target_op_unwatch(struct target *t, struct op_reg *reg)
 	reg->fd = -1;
 }
 
-static void op_drop(struct target *t)
+void target_op_drop(struct target *t, struct ipc_op **op, struct op_reg *reg)
 {
-	if (!t->op)
+	if (!*op)
 		return;
-	target_op_unwatch(t, &t->op_reg);
-	ipc_op_clear(t->op);
-	free(t->op);
-	t->op = NULL;
+	target_op_unwatch(t, reg);
+	ipc_op_clear(*op);
+	free(*op);
+	*op = NULL;
 }
 
 static void stream_off(struct target *t)
@@ -150,12 +150,7 @@ static void stream_off(struct target *t)
 
 static void stop_done(struct target *t)
 {
-	if (t->stop_op) {
-		target_op_unwatch(t, &t->stop_reg);
-		ipc_op_clear(t->stop_op);
-		free(t->stop_op);
-		t->stop_op = NULL;
-	}
+	target_op_drop(t, &t->stop_op, &t->stop_reg);
 	if (t->stop_stream >= 0) {
 		loop_del(t->cfg->loop, t->stop_stream);
 		close(t->stop_stream);
@@ -193,13 +188,10 @@ static void session_end(struct target *t)
 	t->stop_op = calloc(1, sizeof(*t->stop_op));
 	if (t->stop_op) {
 		const struct ipc_endpoint ep = discovery_endpoint(&t->dt);
-		if (ipc_op_stop_tracing(t->stop_op, &ep, id, TARGET_STOP_MS) < 0) {
-			ipc_op_clear(t->stop_op);
-			free(t->stop_op);
-			t->stop_op = NULL;
-		} else {
+		if (ipc_op_stop_tracing(t->stop_op, &ep, id, TARGET_STOP_MS) < 0)
+			target_op_drop(t, &t->stop_op, &t->stop_reg); /* not on the loop yet: stop_done took it off */
+		else
 			target_op_watch(t, t->stop_op, &t->stop_reg, on_stop_op);
-		}
 	}
 }
 
@@ -220,10 +212,7 @@ static void stop_step(struct target *t)
 	}
 	if (r < 0)
 		log_debug("pid=%d: stop tracing: %s", (int)t->dt.pid, t->stop_op->err);
-	target_op_unwatch(t, &t->stop_reg);
-	ipc_op_clear(t->stop_op);
-	free(t->stop_op);
-	t->stop_op = NULL;
+	target_op_drop(t, &t->stop_op, &t->stop_reg);
 	/* Answered or refused: the stream ends as the runtime flushes; the
 	 * deadline still holds. */
 }
@@ -358,7 +347,7 @@ static void attached(struct target *t)
 	char names[512];
 	int again = t->resubscribe;
 
-	op_drop(t);
+	target_op_drop(t, &t->op, &t->op_reg);
 	if (again) {
 		session_end(t); /* the replaced session, now that its successor runs */
 	} else if (t->session) {
@@ -447,7 +436,7 @@ static void probed(struct target *t, int r, const char *err)
 		t->info = t->op->info;
 		t->have_info = 1;
 	}
-	op_drop(t);
+	target_op_drop(t, &t->op, &t->op_reg);
 	discovery_process_name(&t->dt, t->have_info ? t->info.entry_assembly : "", t->name, sizeof(t->name));
 	if (discovery_cmdline(t->dt.pid, t->cmdline, sizeof(t->cmdline)) < 0)
 		snprintf(t->cmdline, sizeof(t->cmdline), "%s", t->info.command_line);
@@ -480,14 +469,14 @@ static void op_step(struct target *t)
 		t->info = t->op->info;
 		t->have_info = 1;
 		discovery_process_name(&t->dt, t->info.entry_assembly, t->name, sizeof(t->name));
-		op_drop(t);
+		target_op_drop(t, &t->op, &t->op_reg);
 		collect(t);
 		return;
 	}
 	if (r < 0) {
 		char err[512];
 		snprintf(err, sizeof(err), "%s", t->op->err);
-		op_drop(t);
+		target_op_drop(t, &t->op, &t->op_reg);
 		if (t->resubscribe) {
 			/* The old session goes on: it is only replaced on success. */
 			t->state = TARGET_ATTACHED;
@@ -588,7 +577,7 @@ void target_attach(struct target *t)
 
 void target_detach(struct target *t, const char *why)
 {
-	op_drop(t);
+	target_op_drop(t, &t->op, &t->op_reg);
 	t->resubscribe = 0;
 	session_end(t);
 	if (t->state == TARGET_ATTACHED || t->state == TARGET_ATTACHING)
@@ -614,7 +603,7 @@ static void gone(struct target *t)
 	}
 	if (t->job)
 		return; /* on_dump finishes the story */
-	op_drop(t);
+	target_op_drop(t, &t->op, &t->op_reg);
 	stream_off(t);
 	if (t->session) {
 		uint64_t id;
@@ -980,7 +969,7 @@ void target_free(struct target *t)
 		loop_del(t->cfg->loop, dump_job_fd(t->job));
 		target_fire_abandon(t, "stopped before the dump completed; the partial file was removed");
 	}
-	op_drop(t);
+	target_op_drop(t, &t->op, &t->op_reg);
 	stream_off(t);
 	target_ticks_close(t);
 	if (t->session) {

@@ -233,6 +233,9 @@ int target_meter_fit(struct target *t, const struct ev_meter *m);
 /* Keeps an op's descriptor on the loop for what it waits for (fn gets t). */
 void target_op_watch(struct target *t, struct ipc_op *op, struct op_reg *reg, loop_fd_fn fn);
 void target_op_unwatch(struct target *t, struct op_reg *reg);
+/* The request *op, taken off the loop, cleared and freed; *op NULL after
+ * (nothing when it is NULL already). */
+void target_op_drop(struct target *t, struct ipc_op **op, struct op_reg *reg);
 /* An event of t's process (after its metrics took it): context, verbose
  * output, evaluation. */
 void target_on_event(struct target *t, const struct ev_record *r, int64_t t_ns);

@@ -131,18 +131,6 @@ int target_ticks_near(const struct target *t, int64_t now, char *why, size_t why
 	return 0;
 }
 
-/* The request in flight, dropped (none: nothing). */
-static void drop_op(struct target *t)
-{
-	struct target_ticks *k = &t->ticks;
-	if (!k->op)
-		return;
-	target_op_unwatch(t, &k->reg);
-	ipc_op_clear(k->op);
-	free(k->op);
-	k->op = NULL;
-}
-
 static void journal_ticks(struct target *t, int on, const char *why)
 {
 	struct json_object *rec = rec_new(t);
@@ -156,7 +144,7 @@ void target_ticks_close(struct target *t)
 {
 	struct target_ticks *k = &t->ticks;
 
-	drop_op(t);
+	target_op_drop(t, &t->ticks.op, &t->ticks.reg);
 	if (k->s) {
 		uint64_t id;
 		if (k->on_loop)
@@ -197,7 +185,7 @@ static void started(struct target *t)
 	uint64_t id = k->op->session_id;
 	int fd = ipc_op_take_stream(k->op);
 
-	drop_op(t);
+	target_op_drop(t, &t->ticks.op, &t->ticks.reg);
 	k->s = fd >= 0 ? session_new(&t->dt, on_ticks_event, t) : NULL;
 	if (!k->s) {
 		if (fd >= 0)
@@ -235,14 +223,14 @@ void target_ticks_step(struct target *t)
 		 * the deadline. */
 		if (r < 0)
 			log_debug("pid=%d: stop tracing (allocation ticks): %s", (int)t->dt.pid, k->op->err);
-		drop_op(t);
+		target_op_drop(t, &t->ticks.op, &t->ticks.reg);
 		return;
 	}
 	if (r < 0) {
 		log_warn("pid %d (%s): cannot start the allocation ticks a rule near its threshold needs: %s; "
 		         "trying again in %lld s",
 		         (int)t->dt.pid, t->name, k->op->err, TICKS_RETRY_NS / 1000000000LL);
-		drop_op(t);
+		target_op_drop(t, &t->ticks.op, &t->ticks.reg);
 		k->retry_ns = loop_now() + TICKS_RETRY_NS;
 		return;
 	}
@@ -320,7 +308,7 @@ static void stop(struct target *t)
 		return;
 	const struct ipc_endpoint ep = discovery_endpoint(&t->dt);
 	if (ipc_op_stop_tracing(k->op, &ep, k->session_id, TARGET_STOP_MS) < 0) {
-		drop_op(t);
+		target_op_drop(t, &t->ticks.op, &t->ticks.reg);
 		return;
 	}
 	target_ticks_step(t);
