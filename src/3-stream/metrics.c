@@ -856,7 +856,16 @@ int metrics_bound(const struct metrics *m, const struct metric_ref *ref, int64_t
 	{
 		double sizes[3];
 		int64_t at;
-		if (!sample_sizes(m, sizes, &at) || now_ns - at > max_age_ns)
+		/* The last complete sample (take_gated_sample): while one
+		 * arrives, its first counters sit beside the last one's, an
+		 * interval apart. */
+		if (m->have_gs) {
+			memcpy(sizes, m->gs_size, sizeof(sizes));
+			at = m->gs_ns;
+		} else if (!sample_sizes(m, sizes, &at)) {
+			return 0;
+		}
+		if (now_ns - at > max_age_ns)
 			return 0;
 		*value = sizes[ref->id == M_LOH_SIZE ? 0 : ref->id == M_POH_SIZE ? 1 : 2];
 		return 1;

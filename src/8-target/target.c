@@ -307,7 +307,7 @@ static void build_subscription(const struct target *t, struct session_subscripti
 		 * rule's ticks session alone got none). */
 		sub->needs = (sub->needs & ~NEED_ALLOC_TICKS) | NEED_GC;
 		session_subscription_add_runtime_counters(sub);
-		sub->runtime_interval_ms = TARGET_BOUND_INTERVAL_MS;
+		sub->runtime_interval_ms = target_bound_interval_ms(t);
 	}
 }
 
@@ -419,6 +419,8 @@ static void attached(struct target *t)
 	json_object_object_add(rec, "runtime_version", json_object_new_string(t->info.runtime_version));
 	json_object_object_add(rec, "command_line", json_object_new_string(t->cmdline));
 	json_object_object_add(rec, "dump_dirs", dirs);
+	if (t->ticks.gated)
+		json_object_object_add(rec, "bound_interval_ms", json_object_new_int((int)target_bound_interval_ms(t)));
 	if (again)
 		json_object_object_add(rec, "resubscribed", json_object_new_boolean(1));
 	journal_write(t->cfg->journal, "attach", rec);

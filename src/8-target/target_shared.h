@@ -246,6 +246,9 @@ void target_rearm(struct target *t);
 
 /* Whether a rule is near (why says which, and how); t has a session. */
 int target_ticks_near(const struct target *t, int64_t now, char *why, size_t whylen);
+/* How often System.Runtime's counters bound t's gated values, in ms
+ * (TARGET_BOUND_INTERVAL_MS). */
+uint32_t target_bound_interval_ms(const struct target *t);
 /* Starts or stops the ticks as the rules are near or not (every tick). */
 void target_ticks_update(struct target *t, int64_t now);
 /* Advances the request in flight. */

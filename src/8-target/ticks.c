@@ -83,11 +83,27 @@ static int64_t interval_ns(const struct target *t)
 	return (int64_t)(t->cfg->opt->counter_interval_ms ? t->cfg->opt->counter_interval_ms : 1000) * 1000000LL;
 }
 
+uint32_t target_bound_interval_ms(const struct target *t)
+{
+	int64_t iv = interval_ns(t) / 1000000LL, shortest = -1;
+
+	for (size_t i = 0; i < t->n_rules; i++) {
+		const struct rule *r = &t->rules[i].fr.rule;
+		for (uint32_t c = 0; c < r->n_conds && c < RULE_MAX_CONDS; c++)
+			if ((r->conds[c].metric.needs & NEED_ALLOC_TICKS) &&
+			    (shortest < 0 || r->conds[c].for_ns < shortest))
+				shortest = r->conds[c].for_ns;
+	}
+	int64_t ms = shortest > 0 ? shortest / TARGET_BOUND_PER_SUSTAIN / 1000000LL : 0;
+	if (ms < TARGET_BOUND_INTERVAL_MS)
+		ms = TARGET_BOUND_INTERVAL_MS;
+	return (uint32_t)(ms < iv ? ms : iv);
+}
+
 /* The newest System.Runtime sample counts as fresh for this long. */
 static int64_t fresh_ns(const struct target *t)
 {
-	int64_t iv = interval_ns(t), bound = (int64_t)TARGET_BOUND_INTERVAL_MS * 1000000LL;
-	return 3 * (bound < iv ? bound : iv) + 1000000000LL;
+	return 3 * (int64_t)target_bound_interval_ms(t) * 1000000LL + 1000000000LL;
 }
 
 int target_ticks_near(const struct target *t, int64_t now, char *why, size_t whylen)

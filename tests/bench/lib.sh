@@ -41,6 +41,19 @@ bench_app_end() {
 	exec 3>&-
 }
 
+# bench_shopapi APP: starts ShopApi (tests/apps/ShopApi) pinned to CPU 0 on a
+# free-looking port, its output in $t/app.out; sets sp and port; returns once
+# it serves and its diagnostics socket exists.
+bench_shopapi() {
+	port=$((20000 + RANDOM % 20000))
+	taskset -c 0 "$1" --urls "http://127.0.0.1:$port" >"$t/app.out" 2>&1 &
+	sp=$!
+	pids+=("$sp")
+	for _ in $(seq 300); do grep -q '^ready' "$t/app.out" && break; sleep 0.1; done
+	grep -q '^ready' "$t/app.out" || { echo "ShopApi did not start: $(cat "$t/app.out")" >&2; exit 1; }
+	until ls /tmp/dotnet-diagnostic-$sp-*-socket >/dev/null 2>&1; do sleep 0.05; done
+}
+
 # median: of the numbers on stdin, one per line.
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 

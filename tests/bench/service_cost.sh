@@ -42,8 +42,10 @@
 # Each dumpwatch mode also reports the events and bytes a second its stream
 # carried (the journal's stop record over the session's length), and the
 # overhead those events explain, derived from the runtime's cost of an event
-# (DW_EVENT_COST_US, 0.91 µs from tests/bench/overhead.sh) rather than
-# measured: a figure the host's noise does not move, beside the measured one.
+# (DW_EVENT_COST_US, 0.91 µs from tests/bench/overhead.sh) and of a sample of
+# System.Runtime's counters (DW_SAMPLE_COST_US, from tests/bench/sample_cost.sh)
+# rather than measured: a figure the host's noise does not move, beside the
+# measured one.
 #   usage: tests/bench/service_cost.sh [BUILD_DIR] [PAIRS] [WINDOW_S] [MODES...]
 #          (20 pairs of 5 s windows, modes loh all counters)
 # Figures only, never pass/fail.
@@ -71,6 +73,15 @@ hz=$(getconf CLK_TCK)
 # ticks' microbenchmark (tests/bench/overhead.sh; docs/benchmarks.md, "With
 # the event filter of .NET 10": +211 ms for 230,882 events).
 event_us=${DW_EVENT_COST_US:-0.91}
+# The cost of one sample of System.Runtime's counters to the process that
+# computes and sends it (tests/bench/sample_cost.sh), and how many a second
+# each mode's subscription asks for: with allocation ticks near a threshold
+# (--alloc-ticks near), every bound_interval_ms of the attach record; with
+# --alloc-ticks always, and for a rule on a System.Runtime counter, every
+# counter interval (1 s); for the other rules, none. Their events are also
+# counted with the others at event_us.
+sample_us=${DW_SAMPLE_COST_US:-426}
+declare -A samples_a_second=([armed]=1 [runtime-counters]=1)
 
 declare -A rules=(
 	[loh]='loh-size > 1GB for 5s'
@@ -78,7 +89,7 @@ declare -A rules=(
 	[ticks]='loh-alloc-rate > 4GB/s for 5s'
 	[exceptions]='exception NoSuchException >= 1000 in 1m'
 	[meters]='meter Microsoft.AspNetCore.Hosting/http.server.request.duration p99 > 100s for 30s'
-	[runtime-counters]='System.Runtime/cpu-usage > 1000 for 30s'
+	[runtime-counters]='System.Runtime/cpu-usage > 99.9% for 1h'
 )
 dw_args() { # mode -> dumpwatch's rule options, one per line
 	case $1 in
@@ -88,13 +99,7 @@ dw_args() { # mode -> dumpwatch's rule options, one per line
 	esac
 }
 
-port=$((20000 + RANDOM % 20000))
-taskset -c 0 "$app" --urls "http://127.0.0.1:$port" >"$t/app.out" 2>&1 &
-sp=$!
-pids+=("$sp")
-for _ in $(seq 300); do grep -q '^ready' "$t/app.out" && break; sleep 0.1; done
-grep -q '^ready' "$t/app.out" || { echo "service_cost: ShopApi did not start: $(cat "$t/app.out")" >&2; exit 1; }
-until ls /tmp/dotnet-diagnostic-$sp-*-socket >/dev/null 2>&1; do sleep 0.05; done
+bench_shopapi "$app"
 taskset -c 1 wrk -t1 -c32 -d86400s --timeout 10s -s "$here/tests/bench/wrk/shop.lua" "http://127.0.0.1:$port" \
 	>"$t/wrk.out" 2>&1 &
 wp=$!
@@ -170,8 +175,11 @@ watcher_off() {
 	if [[ $mode != counters* ]] && [ -f "$t/journal" ]; then
 		local secs
 		secs=$(awk -v a="$w_launch" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
-		grep '"event":"stop"' "$t/journal" | tail -1 | jq -r --arg m "$mode" --arg s "$secs" \
-			'"\($m) \(.events) \(.stream_bytes) \($s)"' >>"$t/streams" || true
+		local samples=${samples_a_second[$mode]:-0} bound
+		bound=$(grep '"event":"attach"' "$t/journal" | head -1 | jq -r '.bound_interval_ms // empty')
+		[ -z "$bound" ] || samples=$(awk -v b="$bound" 'BEGIN { print 1000 / b }')
+		grep '"event":"stop"' "$t/journal" | tail -1 | jq -r --arg m "$mode" --arg s "$secs" --arg n "$samples" \
+			'"\($m) \(.events) \(.stream_bytes) \($s) \($n)"' >>"$t/streams" || true
 		# whether the allocation ticks came on during this attach
 		echo "$mode $(grep -c '"event":"ticks".*"on":true' "$t/journal" || true)" >>"$t/ticks"
 	fi
@@ -209,18 +217,37 @@ stats() {
 			printf "%+.2f %% [%+.2f, %+.2f] (n=%d)", (exp(m) - 1) * 100, (exp(m - h) - 1) * 100, (exp(m + h) - 1) * 100, n }'
 }
 
+# robust: lines "x" (log ratios) -> the Hodges-Lehmann estimate (the median
+# of the pairwise means) and its distribution-free 95 % interval (Wilcoxon's
+# signed-rank statistic, normal approximation: 12 pairs or more), in percent.
+# The host's noise is heavy-tailed (a neighbour's burst moves a single pair
+# by 10 %): an interval on the mean widens with every such pair, this one
+# does not, and it assumes only that the noise is symmetric.
+robust() {
+	awk '{ x[NR] = $1 } END { for (i = 1; i <= NR; i++) for (j = i; j <= NR; j++) print (x[i] + x[j]) / 2 }' |
+		sort -g | awk '{ w[NR] = $1 } END {
+			m = NR; n = (sqrt(8 * m + 1) - 1) / 2
+			c = int(n * (n + 1) / 4 - 1.96 * sqrt(n * (n + 1) * (2 * n + 1) / 24) + 0.5)
+			if (c < 1) c = 1
+			est = (m % 2) ? w[(m + 1) / 2] : (w[m / 2] + w[m / 2 + 1]) / 2
+			printf "%+.2f %% [%+.2f, %+.2f]", (exp(est) - 1) * 100, (exp(w[c]) - 1) * 100, (exp(w[m + 1 - c]) - 1) * 100 }'
+}
+
 echo
 echo "ShopApi under wrk: $pairs ABBA pairs of ${win} s windows per watcher"
 for mode in "${modes[@]}"; do
 	# fields: mode cA1 rA1 cB1 rB1 cB2 rB2 cA2 rA2
-	cpu=$(awk -v m="$mode" '$1 == m && $3 > 0 && $5 + $7 > 0 && $9 > 0 {
-		print log((($4 + $6) / ($5 + $7)) / (($2 + $8) / ($3 + $9))) }' "$t/pairs" | stats)
+	awk -v m="$mode" '$1 == m && $3 > 0 && $5 + $7 > 0 && $9 > 0 {
+		print log((($4 + $6) / ($5 + $7)) / (($2 + $8) / ($3 + $9))) }' "$t/pairs" >"$t/x"
+	cpu=$(stats <"$t/x")
+	cpu_robust=$(robust <"$t/x")
 	thr=$(awk -v m="$mode" '$1 == m && $3 + $9 > 0 && $5 + $7 > 0 { print log(($5 + $7) / ($3 + $9)) }' "$t/pairs" | stats)
 	base=$(awk -v m="$mode" -v hz="$hz" -v w="$win" '$1 == m { c += $2 + $8; r += $3 + $9; k++ } END {
 		printf "%.1f us/request, %.0f requests/s", c / hz / r * 1e6, r / (2 * k * w) }' "$t/pairs")
 	own=$(awk -v m="$mode" '$1 == m { print $2 }' "$t/watcher_cpu" | median)
 	echo "$mode:"
 	echo "  CPU per request: $cpu    (off: $base)"
+	echo "                   $cpu_robust (Hodges-Lehmann, robust)"
 	echo "  throughput:      $thr"
 	echo "  the watcher's own CPU: $(awk -v v="$own" 'BEGIN { printf "%.2f %% of a core (median)", v * 100 }')"
 	if [ "$mode" = meter-floor ] && read -r n tags <"$t/floor"; then
@@ -234,9 +261,12 @@ for mode in "${modes[@]}"; do
 		# the CPU the service spends a second unwatched.
 		ev=$(awk -v m="$mode" '$1 == m && $4 > 0 { e += $2; s += $4 } END { if (s > 0) print e / s }' "$t/streams")
 		cps=$(awk -v m="$mode" -v hz="$hz" -v w="$win" '$1 == m { c += $2 + $8; k++ } END { print c / hz / (2 * k * w) }' "$t/pairs")
-		[ -z "$ev" ] || awk -v e="$ev" -v u="$event_us" -v c="$cps" 'BEGIN {
-			printf "  derived from its stream: %+.2f %% (%.0f events/s x %.2f us, over %.0f ms of the service'"'"'s CPU a second)\n",
-				e * u / 1e6 / c * 100, e, u, c * 1000 }'
+		n=$(awk -v m="$mode" '$1 == m { print $5 }' "$t/streams" | median)
+		[ -z "$ev" ] || awk -v e="$ev" -v u="$event_us" -v c="$cps" -v n="$n" -v su="$sample_us" 'BEGIN {
+			printf "  derived from its stream: %+.2f %% (%.0f events/s x %.2f us",
+				(e * u + n * su) / 1e6 / c * 100, e, u
+			if (n > 0) printf ", and %g System.Runtime samples/s x %.0f us", n, su
+			printf ", over %.0f ms of the service'"'"'s CPU a second)\n", c * 1000 }'
 		awk -v m="$mode" '$1 == m { n++; if ($2 > 0) on++ } END {
 			printf "  allocation ticks started in %d of its %d attaches\n", on, n }' "$t/ticks"
 	fi

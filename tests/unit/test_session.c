@@ -76,6 +76,12 @@ int main(void)
 	CHECK_STR(p[1].name, "System.Runtime");
 	CHECK_STR(p[1].args, "EventCounterIntervalSec=100E-3");
 	CHECK_STR(p[2].args, "EventCounterIntervalSec=1");
+	/* A tenth of a 5 s sustain (target_bound_interval_ms). */
+	sub.runtime_interval_ms = 500;
+	CHECK(session_providers(&sub, p, args, sizeof(args)) == 3);
+	CHECK_STR(p[1].args, "EventCounterIntervalSec=500E-3");
+	CHECK_STR(p[2].args, "EventCounterIntervalSec=1");
+	sub.runtime_interval_ms = 100;
 	sub.counter_interval_ms = 50;
 	CHECK(session_providers(&sub, p, args, sizeof(args)) == 3);
 	CHECK_STR(p[1].args, "EventCounterIntervalSec=50E-3");

@@ -46,10 +46,16 @@
 /* Re-evaluation without events (rates decay when allocation stops). */
 #define TARGET_TICK_NS 250000000LL
 /* While allocation ticks come only near a threshold (target_ticks_gate),
- * System.Runtime's counters come this often (when --counter-interval is
- * longer): they bound the sizes and rates from above, and a spike of a few
- * hundred milliseconds must meet a sample. */
+ * System.Runtime's counters bound the sizes and rates from above, every
+ * TARGET_BOUND_PER_SUSTAIN-th of the shortest sustain ("for") among the
+ * conditions on them, so that a condition that holds meets that many samples
+ * within its sustain; at least every TARGET_BOUND_INTERVAL_MS (a condition
+ * with no sustain: a spike of a few hundred milliseconds must meet a sample)
+ * and at most every counter interval. A sample costs an idle process ~0.4 ms
+ * (tests/bench/sample_cost.sh), so a rule that waits 5 s need not pay for
+ * ten a second. */
 #define TARGET_BOUND_INTERVAL_MS 100
+#define TARGET_BOUND_PER_SUSTAIN 10
 /* Attach again after a failure (when target_config.retry), backing off. */
 #define TARGET_RETRY_MIN_NS 2000000000LL
 #define TARGET_RETRY_MAX_NS 300000000000LL
