@@ -54,6 +54,10 @@ bench_shopapi() {
 	until ls /tmp/dotnet-diagnostic-$sp-*-socket >/dev/null 2>&1; do sleep 0.05; done
 }
 
+# cpu_ticks PID: the process's CPU time (utime + stime of all its threads, the
+# exited ones too) in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
 # median: of the numbers on stdin, one per line.
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 

@@ -33,7 +33,6 @@ hz=$(getconf CLK_TCK)
 rule='System.Runtime/cpu-usage > 99.9% for 1h'
 
 bench_shopapi "$app"
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # window MODE: the service's CPU in that mode over win seconds, in ms a second
 window() {

@@ -105,7 +105,6 @@ taskset -c 1 wrk -t1 -c32 -d86400s --timeout 10s -s "$here/tests/bench/wrk/shop.
 wp=$!
 pids+=("$wp")
 
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 served() { curl -s --max-time 5 "http://127.0.0.1:$port/stats" | jq -r .requests; }
 # window: "CPU_TICKS REQUESTS" of the service over win seconds
 window() {
